@@ -1,0 +1,60 @@
+// Command poolfs is the one binary of poolfs: it starts the services
+// (`poolfs up`), moves files in and out, and reports on the cluster.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/client"
+	"poolfs/internal/cluster"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "poolfs:", err)
+		code := 1
+		if errors.Is(err, client.ErrDataLoss) {
+			code = 3
+		}
+		os.Exit(code)
+	}
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	dir string
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "poolfs",
+		Short:         "poolfs: a parallel file system on declustered, erasure-coded disk pools",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	def := os.Getenv("POOLFS_DIR")
+	if def == "" {
+		def = "./poolfs-data"
+	}
+	root.PersistentFlags().StringVarP(&g.dir, "cluster", "c", def, "cluster directory written by `poolfs up` (env POOLFS_DIR)")
+	root.AddCommand(upCmd(g))
+	root.AddCommand(fileCmds(g)...)
+	root.AddCommand(statusCmd(g), gcCmd(g))
+	return root
+}
+
+// connect opens a connection to the cluster of g.dir.
+func (g *globals) connect(ctx context.Context) (*cluster.Conn, error) {
+	return cluster.Connect(ctx, g.dir, client.Options{})
+}

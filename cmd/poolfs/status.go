@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/mgmt"
+)
+
+func statusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Health, capacity, drives and PG balance of the cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			st, err := conn.Mgmt.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			fmt.Printf("cluster: %s   health: %s   map epoch: %d\n", st.Name, strings.ToUpper(st.Health), st.Epoch)
+			printPools(os.Stdout, st)
+			printDrives(os.Stdout, st)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output")
+	return cmd
+}
+
+func printPools(w io.Writer, st *mgmt.Status) {
+	for _, p := range st.Pools {
+		c := p.Capacity
+		fmt.Fprintf(w, "pool %d %q: %s, %s %s, unit %s, %d PGs, %d/%d drives up, health %s\n",
+			p.ID, p.Name, p.Layout, "ec", p.Scheme, human(int64(p.Unit)), p.PGs, p.DrivesUp, p.Drives, p.Health)
+		pct := 0.0
+		if c.UsableRaw > 0 {
+			pct = 100 * float64(p.UsedRaw) / float64(c.UsableRaw)
+		}
+		fmt.Fprintf(w, "  capacity: raw %s, preservation %s (%d drives), usable %s; used %s (%s raw, %.1f%%)\n",
+			human(c.Raw), human(c.Preservation), p.Preservation, human(c.Usable), human(int64(p.UsedUser)),
+			human(int64(p.UsedRaw)), pct)
+		fmt.Fprintf(w, "  PG balance: busiest drive %.2fx the mean\n", p.PGBalance)
+	}
+}
+
+func printDrives(w io.Writer, st *mgmt.Status) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "drive\tserver\tstate\tcapacity\tused\tfill\tfragments\tPG slots\t")
+	for _, d := range st.Drives {
+		fill := 0.0
+		if d.Capacity > 0 {
+			fill = 100 * float64(d.Used) / float64(d.Capacity)
+		}
+		state := string(d.State)
+		if d.Error != "" {
+			state += " (" + d.Error + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%5.1f%% %s\t%d\t%d\t\n", d.ID, d.Server, state, human(d.Capacity),
+			human(d.Used), fill, fillBar(fill), d.Fragments, d.PGSlots)
+	}
+	tw.Flush()
+}
+
+func fillBar(pct float64) string {
+	n := int(pct/10 + 0.5)
+	n = max(0, min(10, n))
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 10-n) + "]"
+}
+
+func gcCmd(g *globals) *cobra.Command {
+	var a mgmt.GCArgs
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Collect garbage now: replaced generations, and with --orphans fragments never committed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			rep, err := conn.Mgmt.GC(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("gc: %d queued generations (%d fragments), %d orphan fragments of %d scanned, %d unfinished puts, in %s\n",
+				rep.Queued, rep.Fragments, rep.Orphans, rep.Scanned, rep.TempFiles, time.Duration(rep.DurationNanos).Round(time.Millisecond))
+			for _, e := range rep.Errors {
+				fmt.Fprintln(os.Stderr, "gc:", e)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&a.Orphans, "orphans", false, "also scan every drive for uncommitted fragments and remove unfinished puts")
+	cmd.Flags().DurationVar(&a.Grace, "grace", 10*time.Minute, "only collect orphans older than this (writes in flight are younger)")
+	return cmd
+}
+
+// human formats bytes with binary units.
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func rate(n int64, d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MiB/s", float64(n)/d.Seconds()/(1<<20))
+}
+
+// parseSize parses 512, 4k, 100M, 2G, 1T (binary units).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if t != "" {
+		if i := strings.IndexByte("KMGTP", t[len(t)-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			t = t[:len(t)-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("size %q: want e.g. 4096, 64K, 100M, 2G", s)
+	}
+	return int64(v * float64(mult)), nil
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/cluster"
+)
+
+func upCmd(g *globals) *cobra.Command {
+	var cfg cluster.Config
+	var driveSize, unit, preservation string
+	var verbose, noDirect bool
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a one-machine cluster: management, metadata (SQLite) and a storage server with emulated drives",
+		Long: `Start a one-machine cluster in one process on loopback. The first start creates
+the cluster (pool settings apply then); later starts on the same directory resume it
+with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Dir = g.dir
+			if driveSize != "" {
+				n, err := parseSize(driveSize)
+				if err != nil {
+					return err
+				}
+				cfg.DriveSize = n
+			}
+			n, err := parseSize(unit)
+			if err != nil || n > 1<<32-1 {
+				return fmt.Errorf("--unit %q: want e.g. 1M", unit)
+			}
+			cfg.Unit = uint32(n)
+			if preservation != "auto" {
+				p, err := strconv.Atoi(preservation)
+				if err != nil || p < 0 {
+					return fmt.Errorf("--preservation %q: want a number of drives or auto", preservation)
+				}
+				cfg.Preservation = p
+				if p == 0 {
+					cfg.Preservation = cluster.NoPreservation
+				}
+			}
+			if noDirect {
+				f := false
+				cfg.DirectIO = &f
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			c, err := cluster.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Mgmt.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Printf("poolfs %q up: services on %s, cluster directory %s\n", st.Name, c.Addr, c.Config.Dir)
+			printPools(os.Stdout, st)
+			fmt.Printf("try: poolfs -c %s put FILE /FILE ; poolfs -c %s status   (Ctrl-C stops)\n", c.Config.Dir, c.Config.Dir)
+			<-cmd.Context().Done()
+			fmt.Println("poolfs: stopping")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9401", "RPC address (port 0 picks a free one)")
+	f.IntVar(&cfg.Drives, "drives", 12, "number of emulated drives")
+	f.StringVar(&cfg.Scheme, "scheme", "8+2", "erasure scheme K+M of the pool")
+	f.StringVar(&unit, "unit", "1M", "stripe unit: bytes of one data fragment of a full stripe")
+	f.StringVar(&driveSize, "drive-size", "", "capacity each emulated drive advertises, e.g. 100G (default: free space / drives)")
+	f.StringVar(&preservation, "preservation", "auto", "drives' worth of capacity kept free for rebuilds (auto: grows with the pool, as in Dynamic Disk Pools)")
+	f.StringVar(&cfg.Domains, "failure-domain", "", "spread drives over failure domains, e.g. server=4,enclosure=2")
+	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
+	return cmd
+}

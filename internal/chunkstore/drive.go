@@ -1,0 +1,108 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"poolfs/internal/erasure"
+)
+
+// Drive stores immutable fragments. It is implemented by LocalDrive (a
+// directory), by the storage server's RPC client, and by the Throttle and
+// WithFaults wrappers. All methods are safe for concurrent use.
+type Drive interface {
+	// WriteFragment stores frag under key. len(frag) must be a positive
+	// multiple of Align (else ErrInvalid). It is durable (data, file and
+	// directory entry) and atomic when it returns nil: after a crash the
+	// fragment is either absent or whole. A write that would exceed the
+	// capacity fails with ErrFull before anything is written. frag is only
+	// read during the call; an Align-aligned frag (see AlignedBuffer) saves a
+	// copy.
+	WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error
+	// ReadFragment returns bytes [off, off+n) of a fragment, or [off, end)
+	// if n < 0. off and n (if n >= 0) must be multiples of Align and inside
+	// the fragment (else ErrInvalid). The result uses dst's memory when
+	// cap(dst) is large enough, else a new buffer; the caller owns it.
+	// Returns an error wrapping ErrNotFound if the fragment is absent.
+	ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error)
+	// DeleteFragment removes a fragment; a missing one is not an error.
+	DeleteFragment(ctx context.Context, key erasure.FragmentKey) error
+	// ListFragments calls fn for every complete fragment, in no particular
+	// order, and stops at the first error fn returns, returning it.
+	// Fragments written or deleted during the call may or may not be seen.
+	ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error
+	// Stat reports capacity and usage.
+	Stat(ctx context.Context) (Usage, error)
+}
+
+// Usage is the space accounting of a drive.
+type Usage struct {
+	Capacity  int64 // advertised bytes
+	Used      int64 // bytes of stored fragments
+	Fragments int64 // number of stored fragments
+}
+
+// Errors. Errors returned by drives wrap these and name the drive and key.
+var (
+	ErrNotFound = errors.New("chunkstore: fragment not found")
+	ErrFull     = errors.New("chunkstore: drive full")
+	ErrInvalid  = errors.New("chunkstore: invalid argument")
+	ErrFailed   = errors.New("chunkstore: drive failed")
+)
+
+// Options configure a LocalDrive. The zero value is valid: buffered I/O,
+// capacity = what the file system has, slog.Default().
+type Options struct {
+	// Capacity is the advertised size in bytes; writes beyond it fail with
+	// ErrFull. 0 means used bytes plus the file system's free space.
+	Capacity int64
+	// DirectIO uses O_DIRECT for fragment data (recommended; see
+	// DefaultOptions). Where the file system refuses O_DIRECT (tmpfs) the
+	// drive falls back to buffered I/O once, with a log line.
+	DirectIO bool
+	// Logger receives recovery and fallback notices; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns the production options: Direct I/O on, capacity
+// from the file system.
+func DefaultOptions() Options { return Options{DirectIO: true} }
+
+// Validate rejects bad options.
+func (o Options) Validate() error {
+	if o.Capacity < 0 {
+		return fmt.Errorf("%w: negative capacity %d", ErrInvalid, o.Capacity)
+	}
+	return nil
+}
+
+var _ Drive = (*LocalDrive)(nil)
+
+func (d *LocalDrive) errorf(op string, key erasure.FragmentKey, err error) error {
+	return fmt.Errorf("drive %s: %s fragment %v: %w", d.dir, op, key, err)
+}
+
+// ioError wraps a system error of op; device failures also wrap ErrFailed.
+func (d *LocalDrive) ioError(op string, key erasure.FragmentKey, err error) error {
+	if isDeviceFailure(err) {
+		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", d.dir, op, key, ErrFailed, err)
+	}
+	return d.errorf(op, key, err)
+}
+
+func checkFragLen(n int) error {
+	if n <= 0 || n%Align != 0 {
+		return fmt.Errorf("%w: fragment length %d is not a positive multiple of %d", ErrInvalid, n, Align)
+	}
+	return nil
+}
+
+func checkRange(off, n int64) error {
+	if off < 0 || off%Align != 0 || (n >= 0 && n%Align != 0) {
+		return fmt.Errorf("%w: range off=%d n=%d not aligned to %d", ErrInvalid, off, n, Align)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package chunkstore
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"poolfs/internal/erasure"
+)
+
+// On-disk layout (see doc.go):
+//
+//	<dir>/LOCK                                   flock(2) held while open
+//	<dir>/frags/<fanout>/<ino>.<stripe>.<gen>.<index>
+//	<dir>/frags/<fanout>/tmp-<name>-<seq>        in-flight write (removed by Open)
+//
+// <fanout> is two lower-case hex digits of a hash of (ino, stripe), so the
+// fragments of one huge file spread over all 256 directories; <ino> and <gen>
+// are lower-case hex, <stripe> and <index> decimal, all without leading zeros.
+
+const (
+	fragsDir   = "frags"
+	lockFile   = "LOCK"
+	tmpPrefix  = "tmp-"
+	fanoutDirs = 256
+)
+
+// fanout returns the directory number (0..255) of a fragment.
+func fanout(key erasure.FragmentKey) int {
+	h := key.Ino*0x9E3779B97F4A7C15 ^ key.Stripe*0xC2B2AE3D27D4EB4F
+	h ^= h >> 31
+	h *= 0xBF58476D1CE4E5B9
+	h ^= h >> 29
+	return int(h >> 56)
+}
+
+// fanoutName is the directory name of fanout directory i.
+func fanoutName(i int) string { return fmt.Sprintf("%02x", i) }
+
+// fragName is the file name of a fragment inside its fanout directory.
+func fragName(key erasure.FragmentKey) string {
+	b := make([]byte, 0, 48)
+	b = strconv.AppendUint(b, key.Ino, 16)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, key.Stripe, 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, key.Gen, 16)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(key.Index), 10)
+	return string(b)
+}
+
+// fragRel is the path of a fragment relative to the drive directory.
+func fragRel(key erasure.FragmentKey) string {
+	return filepath.Join(fragsDir, fanoutName(fanout(key)), fragName(key))
+}
+
+// parseFragName parses a fragment file name strictly: it accepts exactly the
+// names fragName produces (no leading zeros, no upper case, no signs, no
+// extra fields) and reports ok=false for anything else. It never panics.
+func parseFragName(name string) (key erasure.FragmentKey, ok bool) {
+	parts := strings.Split(name, ".")
+	if len(parts) != 4 {
+		return key, false
+	}
+	var err error
+	if key.Ino, err = strconv.ParseUint(parts[0], 16, 64); err != nil {
+		return key, false
+	}
+	if key.Stripe, err = strconv.ParseUint(parts[1], 10, 64); err != nil {
+		return key, false
+	}
+	if key.Gen, err = strconv.ParseUint(parts[2], 16, 64); err != nil {
+		return key, false
+	}
+	idx, err := strconv.ParseUint(parts[3], 10, 8)
+	if err != nil {
+		return key, false
+	}
+	key.Index = uint8(idx)
+	// Round trip rejects leading zeros, upper-case hex, "+" signs, "0x"...
+	if fragName(key) != name {
+		return key, false
+	}
+	return key, true
+}
+
+// parseFragPath parses a name found in fanout directory dirIdx; a valid
+// name in the wrong directory is foreign too.
+func parseFragPath(dirIdx int, name string) (erasure.FragmentKey, bool) {
+	key, ok := parseFragName(name)
+	if !ok || fanout(key) != dirIdx {
+		return erasure.FragmentKey{}, false
+	}
+	return key, true
+}

@@ -1,0 +1,171 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+)
+
+// Errors returned by the client.
+var (
+	// ErrDataLoss: more fragments of a stripe are lost than parity covers.
+	ErrDataLoss = errors.New("client: data loss")
+	// ErrPoolFull: the pool has no usable capacity left for the write.
+	ErrPoolFull = errors.New("client: pool full")
+)
+
+// Namespace is the part of the metadata service that names files.
+type Namespace interface {
+	Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error)
+	Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Attr, error)
+	Create(ctx context.Context, parent meta.Ino, name string, typ meta.FileType, mode, uid, gid, rdev uint32, target string) (meta.Attr, error)
+	Unlink(ctx context.Context, parent meta.Ino, name string) error
+	Rmdir(ctx context.Context, parent meta.Ino, name string) error
+	Rename(ctx context.Context, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags meta.RenameFlags) error
+	Readdir(ctx context.Context, ino meta.Ino, after string, limit int) ([]meta.Dirent, error)
+	Setattr(ctx context.Context, ino meta.Ino, in meta.SetAttr) (meta.Attr, error)
+}
+
+// Stripes is the part of the metadata service that maps stripes to
+// generations and drives.
+type Stripes interface {
+	Stripes(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
+	CommitStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit, newSize uint64, mtime int64) (meta.Attr, error)
+	PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error)
+}
+
+// Meta is everything the client needs from the metadata service.
+type Meta interface {
+	Namespace
+	Stripes
+}
+
+// MapSource returns the current cluster map.
+type MapSource interface {
+	Map(ctx context.Context) (*clustermap.Map, error)
+}
+
+// Drives resolves a drive ID of a map to something that stores fragments.
+type Drives interface {
+	Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error)
+}
+
+// Options tune the data path.
+type Options struct {
+	// StripesInFlight bounds the stripes being written or read ahead at
+	// once per file (default 4).
+	StripesInFlight int
+	Logger          *slog.Logger
+}
+
+// Client is the data path. It is safe for concurrent use.
+type Client struct {
+	meta   Meta
+	maps   MapSource
+	drives Drives
+	opts   Options
+	log    *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		m      *clustermap.Map
+		pgmaps map[uint32]*placement.PGMap
+		codecs map[[2]int]*erasure.Codec
+	}
+}
+
+// New returns a client.
+func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
+	if opts.StripesInFlight <= 0 {
+		opts.StripesInFlight = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger}
+	c.mu.codecs = map[[2]int]*erasure.Codec{}
+	return c
+}
+
+// Meta returns the metadata service the client uses.
+func (c *Client) Meta() Meta { return c.meta }
+
+// Map returns the current cluster map, fetching it on first use.
+func (c *Client) Map(ctx context.Context) (*clustermap.Map, error) {
+	c.mu.Lock()
+	m := c.mu.m
+	c.mu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	return c.RefreshMap(ctx)
+}
+
+// RefreshMap fetches the map again (after a drive error, say).
+func (c *Client) RefreshMap(ctx context.Context) (*clustermap.Map, error) {
+	m, err := c.maps.Map(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("client: fetch cluster map: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.m == nil || m.Epoch != c.mu.m.Epoch {
+		c.mu.m = m
+		c.mu.pgmaps = map[uint32]*placement.PGMap{}
+	}
+	return c.mu.m, nil
+}
+
+// pgMap returns the PG → drives table of a pool at the current epoch.
+func (c *Client) pgMap(ctx context.Context, pool uint32) (*clustermap.Map, *placement.PGMap, error) {
+	m, err := c.Map(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	pm := c.mu.pgmaps[pool]
+	c.mu.Unlock()
+	if pm != nil {
+		return m, pm, nil
+	}
+	pp, err := m.Placement(pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	pm, err = pp.Map()
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: placement of pool %d: %w", pool, err)
+	}
+	c.mu.Lock()
+	if c.mu.m == m {
+		c.mu.pgmaps[pool] = pm
+	}
+	c.mu.Unlock()
+	return m, pm, nil
+}
+
+// codec returns the shared codec for a scheme.
+func (c *Client) codec(k, m int) (*erasure.Codec, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cd := c.mu.codecs[[2]int{k, m}]; cd != nil {
+		return cd, nil
+	}
+	cd, err := erasure.NewCodec(k, m)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.codecs[[2]int{k, m}] = cd
+	return cd, nil
+}
+
+// StripeBytes is the number of user bytes a full stripe of a layout holds.
+func StripeBytes(l meta.Layout) int64 { return int64(l.K) * int64(l.Unit) }

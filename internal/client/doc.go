@@ -1,0 +1,21 @@
+// Package client is the poolfs data path, shared by the CLI, the FUSE mount
+// and the benchmarks.
+//
+// Writing: user bytes are cut into stripes of k data units. Each stripe is
+// encoded (parity), every fragment is sealed with its per-block CRC32C and
+// sent to its drive in parallel, and only when all k+m fragments are durable
+// is the new generation committed to the metadata service with
+// compare-and-set on the generation the writer started from. A crash at any
+// point leaves the old generation committed and the new fragments as garbage
+// for the collector: there is no write hole.
+//
+// Reading: the k data fragments of a stripe are read in parallel (the code is
+// systematic); a fragment that is missing, unreadable or fails its checksum
+// is replaced by parity, the stripe is reconstructed, and the bad fragment is
+// rewritten in place (read repair). Losing more than m fragments of a stripe
+// is reported as ErrDataLoss naming the file and the stripe.
+//
+// Whole-file Put is atomic: it writes a hidden temporary file in the target
+// directory and renames it over the target, so readers see either the old
+// or the new content.
+package client

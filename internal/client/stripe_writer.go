@@ -1,0 +1,88 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+)
+
+// newGen returns a fresh generation number. Generations only need to be
+// unique per (file, stripe), never ordered: the metadata store's
+// compare-and-set decides which one is current. 63 random bits make a
+// collision between two writers of one stripe practically impossible.
+func newGen() uint64 {
+	for {
+		if g := rand.Uint64() >> 1; g != 0 {
+			return g
+		}
+	}
+}
+
+// writeStripe encodes a stripe whose l user bytes are already in b's data
+// shards (laid out for shard size s), writes its k+m fragments to the
+// drives of its placement group, and returns the record to commit. It does
+// not commit. On error, fragments already written are deleted (best effort;
+// the collector removes what is left).
+func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe uint64, b *stripeBuf, l int) (meta.StripeRec, error) {
+	cd, err := c.codec(lay.K, lay.M)
+	if err != nil {
+		return meta.StripeRec{}, err
+	}
+	s := erasure.ShardSize(l, lay.K, int(lay.Unit))
+	b.relayout(lay.K, l, s)
+	if err := cd.Encode(b.shards(s)); err != nil {
+		return meta.StripeRec{}, fmt.Errorf("encode stripe %d of inode %d: %w", stripe, ino, err)
+	}
+	m, pm, err := c.pgMap(ctx, lay.Pool)
+	if err != nil {
+		return meta.StripeRec{}, err
+	}
+	pg := placement.PGOf(lay.Pool, uint64(ino), stripe, len(pm.Sets))
+	set := pm.Sets[pg]
+	if len(set) != lay.K+lay.M {
+		return meta.StripeRec{}, fmt.Errorf("client: PG %d of pool %d has %d drives, layout needs %d+%d",
+			pg, lay.Pool, len(set), lay.K, lay.M)
+	}
+	rec := meta.StripeRec{Stripe: stripe, Gen: newGen(), PG: pg, Len: uint32(l), ShardSize: uint32(s),
+		Drives: make([]uint32, len(set))}
+	for i, d := range set {
+		rec.Drives[i] = uint32(d)
+	}
+	errs := make([]error, len(set))
+	var wg sync.WaitGroup
+	for i := range set {
+		key := erasure.FragmentKey{Ino: uint64(ino), Stripe: stripe, Gen: rec.Gen, Index: uint8(i)}
+		frag := b.frag(i, s)
+		erasure.SealFragment(frag, erasure.Header{Key: key, K: lay.K, M: lay.M, Pool: lay.Pool,
+			StripeLen: uint32(l), ShardSize: uint32(s)})
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			d, err := c.drives.Drive(m, set[i])
+			if err == nil {
+				err = d.WriteFragment(ctx, key, frag)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("fragment %v on %v: %w", key, set[i], err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.deleteFragments(m, ino, rec, errs)
+		if errors.Is(err, chunkstore.ErrFull) {
+			// A drive filled up before the pool's accounting did (placement
+			// is balanced only on average): the pool is full all the same.
+			err = fmt.Errorf("%w: %w", ErrPoolFull, err)
+		}
+		return meta.StripeRec{}, fmt.Errorf("write stripe %d of inode %d: %w", stripe, ino, err)
+	}
+	return rec, nil
+}

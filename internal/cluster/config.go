@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"poolfs/internal/clustermap"
+)
+
+// NoPreservation in Config.Preservation reserves no rebuild capacity.
+const NoPreservation = -1
+
+// Config is what `poolfs up` starts. Pool settings apply when the cluster
+// is created; a restart on the same directory keeps the stored map.
+type Config struct {
+	Dir    string // cluster directory (default ./poolfs-data)
+	Listen string // RPC address (default 127.0.0.1:9401; port 0 picks one)
+
+	Drives    int    // emulated drives (default 12)
+	Scheme    string // "K+M" (default "8+2")
+	Unit      uint32 // stripe unit bytes (default 1 MiB)
+	DriveSize int64  // advertised bytes per drive (default: free space / drives)
+	// Preservation is the number of drives' worth of capacity kept free for
+	// rebuilds: 0 picks clustermap.DefaultPreservation for the pool size,
+	// NoPreservation keeps none.
+	Preservation int
+	// Domains spreads drives round robin over failure domains, e.g.
+	// "server=4,enclosure=2": drive i is in server i%4, enclosure (i/4)%2.
+	Domains string
+	// DirectIO uses O_DIRECT on the drives (default true).
+	DirectIO *bool
+	// GCInterval is how often the fragment collector runs (default 5s).
+	GCInterval time.Duration
+	Logger     *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Dir == "" {
+		c.Dir = "./poolfs-data"
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:9401"
+	}
+	if c.Drives == 0 {
+		c.Drives = 12
+	}
+	if c.Scheme == "" {
+		c.Scheme = "8+2"
+	}
+	if c.Unit == 0 {
+		c.Unit = 1 << 20
+	}
+	switch {
+	case c.Preservation == 0:
+		c.Preservation = clustermap.DefaultPreservation(c.Drives)
+	case c.Preservation < 0:
+		c.Preservation = 0
+	}
+	if c.GCInterval == 0 {
+		c.GCInterval = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate rejects settings that cannot make a pool.
+func (c *Config) Validate() error {
+	k, m, err := ParseScheme(c.Scheme)
+	if err != nil {
+		return err
+	}
+	if c.Drives < k+m+1 {
+		return fmt.Errorf("cluster: %d drives cannot hold a %d+%d pool: need at least %d (k+m+1)", c.Drives, k, m, k+m+1)
+	}
+	if c.Drives > 1000 {
+		return fmt.Errorf("cluster: %d drives: at most 1000 emulated drives", c.Drives)
+	}
+	if c.Unit < 4096 || c.Unit%4096 != 0 || c.Unit > 16<<20 {
+		return fmt.Errorf("cluster: stripe unit %d: must be a multiple of 4 KiB between 4 KiB and 16 MiB", c.Unit)
+	}
+	if c.Drives-c.Preservation < k+m {
+		return fmt.Errorf("cluster: preservation of %d drives leaves %d drives, fewer than the stripe width %d",
+			c.Preservation, c.Drives-c.Preservation, k+m)
+	}
+	if c.DriveSize < 0 {
+		return fmt.Errorf("cluster: drive size %d", c.DriveSize)
+	}
+	_, err = parseDomains(c.Domains)
+	return err
+}
+
+// ParseScheme parses "K+M".
+func ParseScheme(s string) (k, m int, err error) {
+	a, b, ok := strings.Cut(s, "+")
+	if ok {
+		k, err = strconv.Atoi(a)
+		if err == nil {
+			m, err = strconv.Atoi(b)
+		}
+	}
+	if !ok || err != nil || k < 1 || m < 0 || k+m > 64 {
+		return 0, 0, fmt.Errorf("cluster: scheme %q: want K+M such as 8+2 (1 <= K, 0 <= M, K+M <= 64)", s)
+	}
+	return k, m, nil
+}
+
+type domainLevel struct {
+	name string
+	n    int
+}
+
+func parseDomains(s string) ([]domainLevel, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []domainLevel
+	for _, part := range strings.Split(s, ",") {
+		name, v, ok := strings.Cut(part, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil || n < 1 || name == "" {
+			return nil, fmt.Errorf("cluster: failure domains %q: want e.g. server=4,enclosure=2", s)
+		}
+		out = append(out, domainLevel{name, n})
+	}
+	return out, nil
+}
+
+// domainOf returns drive i's failure-domain path.
+func domainOf(levels []domainLevel, i int) []string {
+	var out []string
+	div := 1
+	for _, l := range levels {
+		out = append(out, fmt.Sprintf("%s%d", l.name, (i/div)%l.n))
+		div *= l.n
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"poolfs/internal/client"
+	"poolfs/internal/metarpc"
+	"poolfs/internal/mgmt"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
+)
+
+// Conn is a client's connection to a running cluster.
+type Conn struct {
+	Client *client.Client
+	Mgmt   *mgmt.Client
+	Meta   *metarpc.Client
+	Info   Info
+
+	closers []func() error
+}
+
+// Connect finds the cluster whose directory is dir and connects to it.
+func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error) {
+	info, secret, err := ReadInfo(dir)
+	if err != nil {
+		return nil, err
+	}
+	mrc, err := rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: allErrors()})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to %s (is `poolfs up` running?): %w", info.Mgmt, err)
+	}
+	metaRC := mrc
+	if info.Meta != info.Mgmt {
+		metaRC, err = rpc.Dial(info.Meta, secret, rpc.ClientOptions{Errors: metarpc.Errors()})
+		if err != nil {
+			mrc.Close()
+			return nil, fmt.Errorf("cluster: connect to metadata service %s: %w", info.Meta, err)
+		}
+	}
+	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
+	c := &Conn{Info: info, Mgmt: mgmt.NewClient(mrc), Meta: metarpc.NewClient(metaRC)}
+	c.closers = append(c.closers, dialer.Close, mrc.Close)
+	if metaRC != mrc {
+		c.closers = append(c.closers, metaRC.Close)
+	}
+	c.Client = client.New(c.Meta, c.Mgmt, dialer, opts)
+	return c, nil
+}
+
+// Close closes the connections.
+func (c *Conn) Close() error {
+	for _, f := range c.closers {
+		f()
+	}
+	return nil
+}
+
+// allErrors is the error table of a connection that reaches several
+// services.
+func allErrors() *rpc.ErrorTable {
+	return rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
+}

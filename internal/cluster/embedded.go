@@ -1,0 +1,283 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/sqlite"
+	"poolfs/internal/metarpc"
+	"poolfs/internal/mgmt"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
+)
+
+// serverID is the one storage server of an embedded cluster.
+const serverID = "s0"
+
+// Cluster is a running one-machine cluster.
+type Cluster struct {
+	Config Config
+	Addr   string // RPC address of every service
+	Mgmt   *mgmt.Service
+	Store  *meta.Store
+
+	log     *slog.Logger
+	lock    *os.File
+	engine  meta.Engine
+	rpc     *rpc.Server
+	dialer  *storage.Dialer
+	local   []*chunkstore.LocalDrive
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closeMu sync.Once
+}
+
+// Start starts (or resumes) the cluster in cfg.Dir.
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Config: cfg, log: cfg.Logger, lock: lock}
+	if err := c.start(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cluster: %s is in use by another poolfs process", dir)
+	}
+	return f, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	cfg := c.Config
+	secret, err := loadOrCreateSecret(cfg.Dir)
+	if err != nil {
+		return err
+	}
+	eng, err := sqlite.Open(filepath.Join(cfg.Dir, "meta.db"))
+	if err != nil {
+		return fmt.Errorf("cluster: open metadata store: %w", err)
+	}
+	c.engine = eng
+	c.Store = meta.New(eng, meta.Options{Logger: c.log})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("cluster: listen: %w", err)
+	}
+	c.Addr = ln.Addr().String()
+	c.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
+	c.Mgmt = mgmt.New(c.Store, c.dialer, c.log)
+	m, err := c.loadOrCreateMap(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	for _, p := range m.Pools {
+		capa, err := m.PoolCapacity(p.ID)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		if err := c.Store.SetPoolLimit(ctx, p.ID, uint64(capa.UsableRaw)); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	p := m.Pools[0]
+	if err := c.Store.Init(ctx, meta.Layout{Pool: p.ID, K: p.K, M: p.M, Unit: p.Unit}); err != nil {
+		ln.Close()
+		return err
+	}
+	drives, err := c.openDrives(m)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	errs := rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
+	c.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: c.log, Errors: errs})
+	storage.NewServer(drives, c.log).Register(c.rpc)
+	metarpc.Register(c.rpc, c.Store)
+	c.Mgmt.Register(c.rpc)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.rpc.Serve(ln); err != nil {
+			c.log.Error("rpc server stopped", "err", err)
+		}
+	}()
+	if err := writeInfo(cfg.Dir, Info{Name: m.Name, Mgmt: c.Addr, Meta: c.Addr, PID: os.Getpid()}); err != nil {
+		return err
+	}
+	gctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Add(1)
+	go c.gcLoop(gctx)
+	return nil
+}
+
+// loadOrCreateMap returns the stored map, updated to this process's
+// address, or creates the map of a new cluster.
+func (c *Cluster) loadOrCreateMap(ctx context.Context) (*clustermap.Map, error) {
+	_, err := c.Mgmt.Load(ctx)
+	if err != nil && !errors.Is(err, meta.ErrNotFound) {
+		return nil, err
+	}
+	if err == nil {
+		return c.Mgmt.Update(ctx, func(m *clustermap.Map) error {
+			m.Meta = []string{c.Addr}
+			for i := range m.Servers {
+				if m.Servers[i].ID == serverID {
+					m.Servers[i].Addr = c.Addr
+				}
+			}
+			return nil
+		})
+	}
+	cfg := c.Config
+	k, mm, _ := ParseScheme(cfg.Scheme)
+	size := cfg.DriveSize
+	if size == 0 {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(cfg.Dir, &st); err != nil {
+			return nil, err
+		}
+		size = int64(st.Bavail) * int64(st.Bsize) / int64(cfg.Drives) / (1 << 30) * (1 << 30)
+		if size <= 0 {
+			return nil, fmt.Errorf("cluster: not enough free space in %s for %d drives", cfg.Dir, cfg.Drives)
+		}
+	}
+	levels, _ := parseDomains(cfg.Domains)
+	return c.Mgmt.Update(ctx, func(m *clustermap.Map) error {
+		m.Name = filepath.Base(mustAbs(cfg.Dir))
+		m.Meta = []string{c.Addr}
+		m.Servers = []clustermap.Server{{ID: serverID, Addr: c.Addr}}
+		pool := clustermap.Pool{ID: 0, Name: "default", K: k, M: mm, Unit: cfg.Unit,
+			PGs: placement.DefaultPGs(cfg.Drives, k+mm), Layout: placement.Declustered, Preservation: cfg.Preservation}
+		for i := 0; i < cfg.Drives; i++ {
+			id := placement.DriveID(i)
+			m.Drives = append(m.Drives, clustermap.Drive{ID: id, Server: serverID,
+				Path: filepath.Join("drives", id.String()), Capacity: size, Domain: domainOf(levels, i),
+				State: clustermap.StateUp, Pool: 0})
+			pool.Drives = append(pool.Drives, id)
+		}
+		m.Pools = []clustermap.Pool{pool}
+		return nil
+	})
+}
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
+
+// openDrives opens this server's drives, in parallel (opening checks and
+// recovers each drive).
+func (c *Cluster) openDrives(m *clustermap.Map) (map[placement.DriveID]chunkstore.Drive, error) {
+	direct := c.Config.DirectIO == nil || *c.Config.DirectIO
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	out := map[placement.DriveID]chunkstore.Drive{}
+	for _, d := range m.Drives {
+		if d.Server != serverID || d.State == clustermap.StateOut {
+			continue
+		}
+		p := d.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(c.Config.Dir, p)
+		}
+		wg.Add(1)
+		go func(d clustermap.Drive) {
+			defer wg.Done()
+			ld, err := chunkstore.Open(p, chunkstore.Options{Capacity: d.Capacity, DirectIO: direct, Logger: c.log})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("cluster: drive %v: %w", d.ID, err))
+				return
+			}
+			out[d.ID] = ld
+			c.local = append(c.local, ld)
+		}(d)
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+func (c *Cluster) gcLoop(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.Config.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if rep, err := c.Mgmt.GC(ctx, mgmt.GCArgs{}); err != nil {
+				c.log.Warn("gc", "err", err)
+			} else if rep.Fragments > 0 {
+				c.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
+			}
+		}
+	}
+}
+
+// Close stops every service; committed data is durable already.
+func (c *Cluster) Close() error {
+	c.closeMu.Do(func() {
+		if c.cancel != nil {
+			c.cancel()
+		}
+		if c.rpc != nil {
+			c.rpc.Close()
+		}
+		c.wg.Wait()
+		if c.dialer != nil {
+			c.dialer.Close()
+		}
+		for _, d := range c.local {
+			d.Close()
+		}
+		if c.engine != nil {
+			c.engine.Close()
+		}
+		if c.lock != nil {
+			c.lock.Close()
+		}
+	})
+	return nil
+}

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoCluster is returned when a directory holds no cluster.
+var ErrNoCluster = errors.New("cluster: no cluster here (start one with `poolfs up`)")
+
+// Info is the content of cluster.json.
+type Info struct {
+	Name string `json:"name"`
+	Mgmt string `json:"mgmt"` // management service address
+	Meta string `json:"meta"` // metadata service address
+	PID  int    `json:"pid,omitempty"`
+}
+
+// ReadInfo reads cluster.json and the secret from dir.
+func ReadInfo(dir string) (Info, []byte, error) {
+	var in Info
+	b, err := os.ReadFile(filepath.Join(dir, "cluster.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return in, nil, fmt.Errorf("%w: %s", ErrNoCluster, dir)
+	}
+	if err != nil {
+		return in, nil, err
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return in, nil, fmt.Errorf("cluster: %s/cluster.json: %w", dir, err)
+	}
+	secret, err := readSecret(dir)
+	return in, secret, err
+}
+
+func writeInfo(dir string, in Info) error {
+	b, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "cluster.json.tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "cluster.json"))
+}
+
+func readSecret(dir string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "secret"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read secret: %w", err)
+	}
+	s, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(s) < 16 {
+		return nil, fmt.Errorf("cluster: %s/secret is not a hex secret of at least 16 bytes", dir)
+	}
+	return s, nil
+}
+
+// loadOrCreateSecret returns the cluster secret, generating it on first start.
+func loadOrCreateSecret(dir string) ([]byte, error) {
+	if s, err := readSecret(dir); err == nil {
+		return s, nil
+	}
+	s := make([]byte, 32)
+	if _, err := rand.Read(s); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(dir, "secret")
+	if _, err := os.Stat(p); err == nil {
+		return nil, fmt.Errorf("cluster: %s exists but is unreadable or malformed; refusing to replace it", p)
+	}
+	if err := os.WriteFile(p, []byte(hex.EncodeToString(s)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return s, nil
+}

@@ -1,0 +1,17 @@
+// Package clustermap holds the cluster map: the servers, drives and pools of
+// a poolfs cluster at one epoch, and the rules that derive capacity and
+// placement from it.
+//
+// The management service is the only writer of the map; every change
+// produces a new map with Epoch+1 and is stored with compare-and-set on the
+// version, so two writers can never both win. Everyone else reads a copy.
+//
+// Invariants kept by Validate:
+//   - drive IDs are unique and every pool drive exists;
+//   - a pool has at least k+m+1 drives (one more than a stripe is wide, so a
+//     failed drive can be rebuilt) and its preservation capacity leaves at
+//     least k+m drives' worth of space for data;
+//   - the map is self-contained: placement is a pure function of it.
+//
+// This package is pure: no I/O, no clocks.
+package clustermap

@@ -1,0 +1,97 @@
+package meta
+
+import "encoding/binary"
+
+// Key prefixes, one byte per record kind. Integers in keys are big-endian so
+// that bytewise order is numeric order. See doc.go for the full schema.
+const (
+	pCounter = 'c' // c name                         -> counter value
+	pInode   = 'i' // i ino                          -> inode record
+	pDirent  = 'd' // d parent name                  -> dirent value (ino, type)
+	pStripe  = 's' // s ino stripe                   -> stripe record
+	pPG      = 'p' // p pool pg ino stripe gen       -> empty
+	pGC      = 'g' // g seq                          -> gc record
+	pOpen    = 'o' // o ino                          -> open count
+	pUsage   = 'u' // u pool shard                   -> signed used raw bytes
+	pLimit   = 'l' // l pool                         -> limit raw bytes
+	pBlob    = 'b' // b name                         -> version, data
+	pEvent   = 'e' // e seq                          -> event record
+)
+
+// Counter names (keys are pCounter + name).
+const (
+	ctrIno    = "ino"   // next unreserved inode number
+	ctrGC     = "gc"    // next unreserved GC sequence number
+	ctrEvent  = "event" // last event sequence number
+	ctrInodes = "n"     // + shard byte: signed inode count
+)
+
+// shards spreads hot counters (inode count, pool usage) over several keys so
+// that concurrent transactions on a shared engine rarely touch the same key.
+const shards = 16
+
+func u32(b []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(b, v) }
+func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+func counterKey(name string) []byte { return append([]byte{pCounter}, name...) }
+func inodesKey(shard byte) []byte   { return append(counterKey(ctrInodes), shard) }
+
+func inodeKey(ino Ino) []byte { return u64([]byte{pInode}, uint64(ino)) }
+func openKey(ino Ino) []byte  { return u64([]byte{pOpen}, uint64(ino)) }
+
+func direntPrefix(parent Ino) []byte { return u64([]byte{pDirent}, uint64(parent)) }
+
+// direntKey is d parent name. Names contain no NUL, so the smallest key
+// after name is name+"\x00".
+func direntKey(parent Ino, name string) []byte {
+	k := make([]byte, 0, 9+len(name)+1)
+	k = u64(append(k, pDirent), uint64(parent))
+	return append(k, name...)
+}
+
+func stripePrefix(ino Ino) []byte { return u64([]byte{pStripe}, uint64(ino)) }
+
+func stripeKey(ino Ino, stripe uint64) []byte {
+	return u64(u64(append(make([]byte, 0, 17), pStripe), uint64(ino)), stripe)
+}
+
+// stripeFromKey returns the stripe number of a stripe key.
+func stripeFromKey(k []byte) uint64 { return binary.BigEndian.Uint64(k[9:]) }
+
+func pgPrefix(pool, pg uint32) []byte { return u32(u32([]byte{pPG}, pool), pg) }
+
+func refFromPGKey(k []byte) StripeRef {
+	return StripeRef{
+		Ino:    Ino(binary.BigEndian.Uint64(k[9:])),
+		Stripe: binary.BigEndian.Uint64(k[17:]),
+		Gen:    binary.BigEndian.Uint64(k[25:]),
+	}
+}
+
+func pgKey(pool, pg uint32, r StripeRef) []byte {
+	k := make([]byte, 0, 33)
+	k = u32(u32(append(k, pPG), pool), pg)
+	return u64(u64(u64(k, uint64(r.Ino)), r.Stripe), r.Gen)
+}
+
+func gcKey(seq uint64) []byte             { return u64([]byte{pGC}, seq) }
+func usageKey(pool uint32, s byte) []byte { return append(u32([]byte{pUsage}, pool), s) }
+func limitKey(pool uint32) []byte         { return u32([]byte{pLimit}, pool) }
+func blobKey(name string) []byte          { return append([]byte{pBlob}, name...) }
+func eventKey(seq uint64) []byte          { return u64([]byte{pEvent}, seq) }
+
+// prefixEnd returns the smallest key greater than every key with prefix p,
+// or nil if there is none (p is all 0xff).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// after returns the smallest key greater than k.
+func after(k []byte) []byte { return append(append([]byte(nil), k...), 0) }

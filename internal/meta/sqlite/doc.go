@@ -1,0 +1,20 @@
+// Package sqlite is the embedded meta.Engine: one SQLite database file in
+// WAL mode with a single table kv(k BLOB PRIMARY KEY, v BLOB NOT NULL)
+// WITHOUT ROWID.
+//
+// Durability and group commit. Update returns nil only after the
+// transaction is durable: synchronous=FULL, so every commit fsyncs the WAL.
+// To make that cheap, concurrent Update calls are batched by one committer
+// goroutine into a single SQLite transaction (BEGIN IMMEDIATE ... COMMIT,
+// one fsync): each fn runs inside its own SAVEPOINT, so an fn that returns
+// an error rolls back only its own writes, and fns of a batch run one after
+// another, so the batch is equivalent to running them serially. If the
+// batch's COMMIT fails, every Update in it returns that error and none of
+// their writes is visible. While one batch commits, the next one gathers.
+//
+// Reads (View) run on a pool of read-only connections, each in its own
+// deferred transaction, which in WAL mode is a consistent snapshot.
+//
+// Only one process may open a database at a time for writing; others would
+// wait on the lock (busy_timeout) and are not supported.
+package sqlite

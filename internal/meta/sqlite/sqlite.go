@@ -1,0 +1,368 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime"
+	"sync"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+
+	"poolfs/internal/meta"
+)
+
+// maxBatch bounds the number of Update calls in one SQLite transaction.
+const maxBatch = 512
+
+// scanChunk is how many rows Scan reads per query; rows are read before fn
+// sees them, so fn may call other Tx methods.
+const scanChunk = 256
+
+// Engine is a meta.Engine on one SQLite database file.
+type Engine struct {
+	wdb, rdb *sql.DB
+	reqs     chan *request
+	quit     chan struct{}
+	done     chan struct{}
+	close    sync.Once
+
+	r stmts // prepared on rdb
+	w stmts // prepared on wdb
+}
+
+// stmts are the prepared statements of one database handle.
+type stmts struct{ get, scan, scanAll, put, del *sql.Stmt }
+
+func (s *stmts) prepare(db *sql.DB, write bool) error {
+	var err error
+	p := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		st, e := db.Prepare(q)
+		err = e
+		return st
+	}
+	s.get = p(`SELECT v FROM kv WHERE k = ?`)
+	s.scan = p(`SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?`)
+	s.scanAll = p(`SELECT k, v FROM kv WHERE k >= ? ORDER BY k LIMIT ?`)
+	if write {
+		s.put = p(`INSERT OR REPLACE INTO kv (k, v) VALUES (?, ?)`)
+		s.del = p(`DELETE FROM kv WHERE k = ?`)
+	}
+	return err
+}
+
+// in returns the statements bound to transaction tx.
+func (s *stmts) in(ctx context.Context, tx *sql.Tx) stmts {
+	b := func(st *sql.Stmt) *sql.Stmt {
+		if st == nil {
+			return nil
+		}
+		return tx.StmtContext(ctx, st)
+	}
+	return stmts{get: b(s.get), scan: b(s.scan), scanAll: b(s.scanAll), put: b(s.put), del: b(s.del)}
+}
+
+var _ meta.Engine = (*Engine)(nil)
+
+type request struct {
+	ctx   context.Context
+	fn    func(meta.Tx) error
+	err   error
+	panic any
+	done  chan struct{}
+}
+
+// Open opens (creating if needed) the database at path.
+func Open(path string) (*Engine, error) {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_txlock", "immediate")
+	wdb, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	const schema = `CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID`
+	if _, err := wdb.Exec(schema); err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("create kv table in %s: %w", path, err)
+	}
+	q.Set("_txlock", "deferred")
+	q.Set("_query_only", "1")
+	rdb, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	rdb.SetMaxOpenConns(n)
+	rdb.SetMaxIdleConns(n)
+	rdb.SetConnMaxLifetime(0)
+	e := &Engine{wdb: wdb, rdb: rdb, reqs: make(chan *request, maxBatch),
+		quit: make(chan struct{}), done: make(chan struct{})}
+	if err = errors.Join(e.r.prepare(rdb, false), e.w.prepare(wdb, true)); err != nil {
+		e.closeDBs()
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	go e.committer()
+	return e, nil
+}
+
+// Dialect reports {Name: "sqlite", Shared: false}.
+func (e *Engine) Dialect() meta.Dialect { return meta.Dialect{Name: "sqlite"} }
+
+// Close waits for queued updates, then closes the database.
+func (e *Engine) Close() error {
+	var err error
+	e.close.Do(func() {
+		close(e.quit)
+		<-e.done
+		err = e.closeDBs()
+	})
+	return err
+}
+
+func (e *Engine) closeDBs() error {
+	return errors.Join(e.rdb.Close(), e.wdb.Close())
+}
+
+var errClosed = errors.New("sqlite: engine closed")
+
+// Update queues fn for the next batch and waits until the batch is durable.
+// fn runs on the committer goroutine: it must not call Update (deadlock).
+func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
+	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case e.reqs <- r:
+	case <-e.quit:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-r.done // once queued, wait: the batch may be committing fn's writes
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	return r.err
+}
+
+// View runs fn in a read transaction (a WAL snapshot).
+func (e *Engine) View(ctx context.Context, fn func(meta.Tx) error) error {
+	select {
+	case <-e.quit:
+		return errClosed
+	default:
+	}
+	tx, err := e.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite view: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	return fn(&txn{ctx: ctx, tx: tx, st: e.r.in(ctx, tx)})
+}
+
+// committer runs batches of Update requests until Close.
+func (e *Engine) committer() {
+	defer close(e.done)
+	for {
+		var first *request
+		select {
+		case first = <-e.reqs:
+		case <-e.quit:
+			// Fail requests that raced with Close.
+			for {
+				select {
+				case r := <-e.reqs:
+					r.err = errClosed
+					close(r.done)
+				default:
+					return
+				}
+			}
+		}
+		batch := []*request{first}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-e.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		e.runBatch(batch)
+	}
+}
+
+func (e *Engine) runBatch(batch []*request) {
+	ctx := context.Background()
+	err := e.commitBatch(ctx, batch)
+	for _, r := range batch {
+		if err != nil && r.err == nil && r.panic == nil {
+			r.err = err
+		}
+		close(r.done)
+	}
+}
+
+// commitBatch runs each request's fn in a savepoint of one transaction and
+// commits it. r.err is fn's error; the returned error is the batch's.
+func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
+	tx, err := e.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite begin: %w", err)
+	}
+	t := &txn{ctx: ctx, tx: tx, write: true, st: e.w.in(ctx, tx)}
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT u`); err != nil {
+			tx.Rollback() //nolint:errcheck
+			return fmt.Errorf("sqlite savepoint: %w", err)
+		}
+		t.ctx = r.ctx
+		r.err, r.panic = run(r.fn, t)
+		t.ctx = ctx
+		if r.err != nil || r.panic != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO u`); err != nil {
+				tx.Rollback() //nolint:errcheck
+				return fmt.Errorf("sqlite rollback to savepoint: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE u`); err != nil {
+			tx.Rollback() //nolint:errcheck
+			return fmt.Errorf("sqlite release savepoint: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite commit: %w", err)
+	}
+	return nil
+}
+
+// run calls fn, turning a panic into a value the caller re-panics with.
+func run(fn func(meta.Tx) error, t *txn) (err error, p any) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = v
+		}
+	}()
+	return fn(t), nil
+}
+
+// txn is a meta.Tx on a database/sql transaction.
+type txn struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	write bool
+	st    stmts
+}
+
+var _ meta.Tx = (*txn)(nil)
+
+var errReadOnly = errors.New("sqlite: write in a View transaction")
+
+func (t *txn) Get(key []byte) ([]byte, error) {
+	var v []byte
+	err := t.st.get.QueryRowContext(t.ctx, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, meta.ErrNoKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite get: %w", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+func (t *txn) Put(key, value []byte) error {
+	if !t.write {
+		return errReadOnly
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := t.st.put.ExecContext(t.ctx, key, value)
+	if err != nil {
+		return fmt.Errorf("sqlite put: %w", err)
+	}
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	if !t.write {
+		return errReadOnly
+	}
+	if _, err := t.st.del.ExecContext(t.ctx, key); err != nil {
+		return fmt.Errorf("sqlite delete: %w", err)
+	}
+	return nil
+}
+
+type pair struct{ k, v []byte }
+
+func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool) error {
+	if start == nil {
+		start = []byte{}
+	}
+	for {
+		n := scanChunk
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		rows, err := t.query(start, end, n)
+		if err != nil {
+			return fmt.Errorf("sqlite scan: %w", err)
+		}
+		chunk := make([]pair, 0, n)
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.k, &p.v); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite scan: %w", err)
+			}
+			chunk = append(chunk, p)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("sqlite scan: %w", err)
+		}
+		for _, p := range chunk {
+			if p.v == nil {
+				p.v = []byte{}
+			}
+			if !fn(p.k, p.v) {
+				return nil
+			}
+		}
+		if limit > 0 {
+			limit -= len(chunk)
+			if limit == 0 {
+				return nil
+			}
+		}
+		if len(chunk) < n {
+			return nil
+		}
+		start = append(chunk[len(chunk)-1].k, 0)
+	}
+}
+
+func (t *txn) query(start, end []byte, n int) (*sql.Rows, error) {
+	if end == nil {
+		return t.st.scanAll.QueryContext(t.ctx, start, n)
+	}
+	return t.st.scan.QueryContext(t.ctx, start, end, n)
+}

@@ -1,0 +1,287 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// NoDrive in GCItem.Drives means "no fragment to delete at this index".
+const NoDrive = math.MaxUint32
+
+// Stripes returns the committed stripe records of file ino with stripe
+// numbers in [first, last], ascending; stripes never written (holes) are
+// absent. The caller owns the result. Errors: ErrNotFound.
+func (s *Store) Stripes(ctx context.Context, ino Ino, first, last uint64) ([]StripeRec, error) {
+	var out []StripeRec
+	err := s.view(ctx, func(o *op) error {
+		out = out[:0]
+		if _, err := o.inode(ino); err != nil {
+			return err
+		}
+		recs, err := o.scanStripes(ino, first, last)
+		for _, r := range recs {
+			out = append(out, r.StripeRec)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stripes %d..%d of %d: %w", first, last, ino, err)
+	}
+	return out, nil
+}
+
+func (o *op) scanStripes(ino Ino, first, last uint64) ([]storedStripe, error) {
+	end := prefixEnd(stripePrefix(ino))
+	if last < math.MaxUint64 {
+		end = stripeKey(ino, last+1)
+	}
+	var out []storedStripe
+	var derr error
+	err := o.tx.Scan(stripeKey(ino, first), end, 0, func(k, v []byte) bool {
+		r, err := decodeStripe(stripeFromKey(k), v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		out = append(out, r)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}
+
+func (o *op) stripe(ino Ino, stripe uint64) (storedStripe, bool, error) {
+	v, ok, err := o.get(stripeKey(ino, stripe))
+	if err != nil || !ok {
+		return storedStripe{}, false, err
+	}
+	r, err := decodeStripe(stripe, v)
+	return r, err == nil, err
+}
+
+// CommitStripes makes new stripe generations of file ino visible, all or
+// nothing. For each commit the stripe's current generation (0: none) must
+// equal OldGen, else it returns a *ConflictError naming every stale stripe
+// and changes nothing. Each Rec.Gen must be greater than its OldGen and
+// Drives must have the file layout's width. On success the old generations
+// go to the GC queue, the PG index and the pool usage follow, the size
+// becomes max(size, newSize), mtime becomes mtime (0: now) and ctime now.
+// If the pool has a limit and the commit would grow its usage beyond it,
+// it returns ErrPoolFull and changes nothing. Other errors: ErrNotFound,
+// ErrIsDir, ErrInvalid.
+func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeCommit, newSize uint64, mtime int64) (Attr, error) {
+	if err := checkCommits(commits); err != nil {
+		return Attr{}, fmt.Errorf("commit stripes of %d: %w", ino, err)
+	}
+	var a Attr
+	err := s.update(ctx, func(o *op) error {
+		n, err := o.file(ino)
+		if err != nil {
+			return err
+		}
+		olds := make([]storedStripe, len(commits))
+		var conflicts []uint64
+		for i, c := range commits {
+			if len(c.Rec.Drives) != n.Layout.Width() || uint64(c.Rec.Len) > n.Layout.StripeBytes() {
+				return fmt.Errorf("stripe %d: %d drives, len %d for layout %d+%d: %w",
+					c.Rec.Stripe, len(c.Rec.Drives), c.Rec.Len, n.Layout.K, n.Layout.M, ErrInvalid)
+			}
+			old, ok, err := o.stripe(ino, c.Rec.Stripe)
+			if err != nil {
+				return err
+			}
+			if !ok && c.OldGen != 0 || ok && old.Gen != c.OldGen {
+				conflicts = append(conflicts, c.Rec.Stripe)
+			}
+			olds[i] = old
+		}
+		if conflicts != nil {
+			return newConflict(ino, conflicts)
+		}
+		var grow int64
+		u := o.usage(ino, commits[0].Rec.Stripe)
+		for i, c := range commits {
+			rec := storedStripe{StripeRec: c.Rec, Pool: n.Layout.Pool}
+			rec.Drives = append([]uint32(nil), c.Rec.Drives...)
+			if olds[i].Gen != 0 {
+				if err := o.dropStripe(ino, &olds[i], u); err != nil {
+					return err
+				}
+				if olds[i].Pool == rec.Pool {
+					grow -= olds[i].raw()
+				}
+			}
+			if err := o.tx.Put(stripeKey(ino, rec.Stripe), encodeStripe(&rec)); err != nil {
+				return err
+			}
+			if err := o.tx.Put(pgKey(rec.Pool, rec.PG, StripeRef{ino, rec.Stripe, rec.Gen}), []byte{}); err != nil {
+				return err
+			}
+			u.add(rec.Pool, rec.raw())
+			grow += rec.raw()
+		}
+		if err := o.checkLimit(n.Layout.Pool, grow); err != nil {
+			return err
+		}
+		if err := u.flush(o); err != nil {
+			return err
+		}
+		n.Size = max(n.Size, newSize)
+		n.Mtime, n.Ctime = o.now, o.now
+		if mtime != 0 {
+			n.Mtime = mtime
+		}
+		a = n.Attr
+		return o.putInode(&n)
+	})
+	if err != nil {
+		return Attr{}, fmt.Errorf("commit %d stripes of %d: %w", len(commits), ino, err)
+	}
+	return a, nil
+}
+
+func checkCommits(commits []StripeCommit) error {
+	seen := make(map[uint64]bool, len(commits))
+	if len(commits) == 0 {
+		return fmt.Errorf("no stripes: %w", ErrInvalid)
+	}
+	for _, c := range commits {
+		switch {
+		case seen[c.Rec.Stripe]:
+			return fmt.Errorf("stripe %d twice: %w", c.Rec.Stripe, ErrInvalid)
+		case c.Rec.Gen <= c.OldGen:
+			return fmt.Errorf("stripe %d gen %d after %d: %w", c.Rec.Stripe, c.Rec.Gen, c.OldGen, ErrInvalid)
+		}
+		seen[c.Rec.Stripe] = true
+	}
+	return nil
+}
+
+// file returns inode ino, which must be a regular file.
+func (o *op) file(ino Ino) (inode, error) {
+	n, err := o.inode(ino)
+	if err != nil {
+		return n, err
+	}
+	switch n.Type {
+	case TypeFile:
+		return n, nil
+	case TypeDir:
+		return n, fmt.Errorf("inode %d: %w", ino, ErrIsDir)
+	default:
+		return n, fmt.Errorf("inode %d is a %v: %w", ino, n.Type, ErrInvalid)
+	}
+}
+
+// dropStripe removes stripe record r of ino (a committed generation): its
+// key, its PG index entry and its usage; its fragments go to the GC queue.
+func (o *op) dropStripe(ino Ino, r *storedStripe, u *usageDelta) error {
+	if err := o.tx.Delete(pgKey(r.Pool, r.PG, StripeRef{ino, r.Stripe, r.Gen})); err != nil {
+		return err
+	}
+	u.add(r.Pool, -r.raw())
+	return o.enqueueGC(GCItem{Ino: ino, Stripe: r.Stripe, Gen: r.Gen, Drives: r.Drives, ShardSize: r.ShardSize})
+}
+
+// dropStripes removes every stripe of file n numbered from first on.
+func (o *op) dropStripes(n *inode, first uint64) error {
+	recs, err := o.scanStripes(n.Ino, first, math.MaxUint64)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	u := o.usage(n.Ino, first)
+	for i := range recs {
+		if err := o.dropStripe(n.Ino, &recs[i], u); err != nil {
+			return err
+		}
+		if err := o.tx.Delete(stripeKey(n.Ino, recs[i].Stripe)); err != nil {
+			return err
+		}
+	}
+	return u.flush(o)
+}
+
+// ReplaceStripeDrives records new fragment locations for generation gen of
+// a stripe (rebuild and rebalance): fragment i moves to drives[i]. It is a
+// compare-and-set on gen: ErrConflict if the stripe is gone or has another
+// generation (the rebuilt fragments are then garbage). Fragments left on
+// drives that were replaced go to the GC queue, with NoDrive at the indexes
+// that did not move. Errors: ErrInvalid (drive count differs), ErrNotFound.
+func (s *Store) ReplaceStripeDrives(ctx context.Context, ino Ino, stripe, gen uint64, drives []uint32) error {
+	err := s.update(ctx, func(o *op) error {
+		r, ok, err := o.stripe(ino, stripe)
+		if err != nil {
+			return err
+		}
+		if !ok || r.Gen != gen {
+			return newConflict(ino, []uint64{stripe})
+		}
+		if len(drives) != len(r.Drives) {
+			return fmt.Errorf("%d drives for %d fragments: %w", len(drives), len(r.Drives), ErrInvalid)
+		}
+		moved := make([]uint32, len(drives))
+		any := false
+		for i := range drives {
+			moved[i] = NoDrive
+			if drives[i] != r.Drives[i] {
+				moved[i], any = r.Drives[i], true
+			}
+		}
+		if !any {
+			return nil
+		}
+		r.Drives = append([]uint32(nil), drives...)
+		if err := o.tx.Put(stripeKey(ino, stripe), encodeStripe(&r)); err != nil {
+			return err
+		}
+		return o.enqueueGC(GCItem{Ino: ino, Stripe: stripe, Gen: gen, Drives: moved, ShardSize: r.ShardSize})
+	})
+	if err != nil {
+		return fmt.Errorf("replace drives of stripe %d gen %d of %d: %w", stripe, gen, ino, err)
+	}
+	return nil
+}
+
+// Committed reports whether stripe of ino is committed with exactly
+// generation gen. Fragment GC uses it to tell orphan fragments (a writer
+// that died before committing) from live ones.
+func (s *Store) Committed(ctx context.Context, ino Ino, stripe, gen uint64) (bool, error) {
+	var yes bool
+	err := s.view(ctx, func(o *op) error {
+		r, ok, err := o.stripe(ino, stripe)
+		yes = ok && r.Gen == gen
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("committed %d/%d/%d: %w", ino, stripe, gen, err)
+	}
+	return yes, nil
+}
+
+// ListPG returns up to limit (<= 0: all) committed stripe generations
+// placed in placement group pg of pool, ordered by (ino, stripe, gen),
+// starting after the reference after (zero: from the start).
+func (s *Store) ListPG(ctx context.Context, pool, pg uint32, after StripeRef, limit int) ([]StripeRef, error) {
+	var out []StripeRef
+	err := s.view(ctx, func(o *op) error {
+		out = out[:0]
+		p := pgPrefix(pool, pg)
+		start := p
+		if after != (StripeRef{}) {
+			start = append(pgKey(pool, pg, after), 0)
+		}
+		return o.tx.Scan(start, prefixEnd(p), limit, func(k, _ []byte) bool {
+			if len(k) == 33 {
+				out = append(out, refFromPGKey(k))
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pool %d pg %d: %w", pool, pg, err)
+	}
+	return out, nil
+}

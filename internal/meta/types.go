@@ -1,0 +1,192 @@
+package meta
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Ino is an inode number. Inode numbers are never reused.
+type Ino uint64
+
+// RootIno is the inode of the root directory, created by Store.Init.
+const RootIno Ino = 1
+
+// FileType is the kind of an inode.
+type FileType uint8
+
+// File types.
+const (
+	TypeFile FileType = iota + 1
+	TypeDir
+	TypeSymlink
+	TypeFIFO
+	TypeSocket
+	TypeChar
+	TypeBlock
+)
+
+var typeNames = [...]string{"?", "file", "dir", "symlink", "fifo", "socket", "char", "block"}
+
+func (t FileType) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+func (t FileType) valid() bool { return t >= TypeFile && t <= TypeBlock }
+
+// Limits on input. Names and targets come from the network.
+const (
+	MaxNameLen   = 255  // bytes in one path component
+	MaxTargetLen = 4096 // bytes in a symlink target
+	MaxDrives    = 256  // k+m
+	PermMask     = 07777
+)
+
+// Layout says where and how a file's stripes are stored. A directory's
+// Layout is the default for children created in it.
+type Layout struct {
+	Pool   uint32
+	K, M   int    // data and parity fragments per stripe
+	Unit   uint32 // bytes per data fragment (stripe unit)
+	Mirror bool   // K must be 1; n copies = 1+M
+}
+
+// Validate rejects layouts the stripe code cannot use.
+func (l Layout) Validate() error {
+	switch {
+	case l.K < 1 || l.M < 0 || l.K+l.M > MaxDrives:
+		return fmt.Errorf("layout %d+%d: %w", l.K, l.M, ErrInvalid)
+	case l.Unit == 0:
+		return fmt.Errorf("layout unit 0: %w", ErrInvalid)
+	case l.Mirror && l.K != 1:
+		return fmt.Errorf("mirror layout with k=%d: %w", l.K, ErrInvalid)
+	}
+	return nil
+}
+
+// StripeBytes is the number of user bytes one stripe holds (K*Unit).
+func (l Layout) StripeBytes() uint64 { return uint64(l.K) * uint64(l.Unit) }
+
+// Width is the number of fragments (drives) per stripe.
+func (l Layout) Width() int { return l.K + l.M }
+
+// Attr is the attributes of an inode.
+type Attr struct {
+	Ino                 Ino
+	Type                FileType
+	Mode                uint32 // permission bits incl. setuid/setgid/sticky (PermMask)
+	Uid, Gid            uint32
+	Nlink               uint32
+	Size                uint64
+	Atime, Mtime, Ctime int64 // unix ns
+	Rdev                uint32
+	Layout              Layout // file: its layout; dir: default for children
+	Target              string // symlink
+}
+
+// Dirent is one directory entry.
+type Dirent struct {
+	Name string
+	Ino  Ino
+	Type FileType
+}
+
+// StripeRec is the committed record of one stripe of a file.
+type StripeRec struct {
+	Stripe    uint64
+	Gen       uint64 // > 0, grows with every commit of the stripe
+	PG        uint32
+	Len       uint32 // user bytes in the stripe
+	ShardSize uint32
+	Drives    []uint32 // k+m drive ids, fragment i on Drives[i]
+}
+
+// StripeCommit is one stripe of a CommitStripes call.
+type StripeCommit struct {
+	Rec    StripeRec
+	OldGen uint64 // generation the writer read; 0 = expects no stripe
+}
+
+// StripeRef names one committed stripe generation (an entry of the PG index).
+type StripeRef struct {
+	Ino    Ino
+	Stripe uint64
+	Gen    uint64
+}
+
+// GCItem is a stripe generation whose fragments are garbage.
+type GCItem struct {
+	Seq       uint64
+	Ino       Ino
+	Stripe    uint64
+	Gen       uint64
+	Drives    []uint32
+	ShardSize uint32
+}
+
+// Event is one entry of the cluster event log.
+type Event struct {
+	Seq      uint64 // assigned by AppendEvent, ascending in commit order
+	Time     int64  // unix ns; 0 in AppendEvent = now
+	Kind     string // e.g. "drive.failed", "rebuild.done"
+	Subject  string // e.g. "d07", "pool/0"
+	Message  string
+	Duration int64 // ns, for events that end something
+}
+
+// SetAttrMask selects the fields of SetAttr to change.
+type SetAttrMask uint32
+
+// SetAttr mask bits.
+const (
+	SetMode SetAttrMask = 1 << iota
+	SetUid
+	SetGid
+	SetSize
+	SetAtime
+	SetMtime
+	SetAtimeNow // atime = Options.Clock(); overrides SetAtime
+	SetMtimeNow // mtime = Options.Clock(); overrides SetMtime
+)
+
+// SetAttr is the input of Store.Setattr.
+type SetAttr struct {
+	Valid        SetAttrMask
+	Mode         uint32
+	Uid, Gid     uint32
+	Size         uint64
+	Atime, Mtime int64
+}
+
+// RenameFlags are the flags of renameat2(2).
+type RenameFlags uint32
+
+// Rename flags.
+const (
+	RenameNoReplace RenameFlags = 1 << iota // fail with ErrExist if the target exists
+	RenameExchange                          // atomically swap source and target (both must exist)
+)
+
+// Options configures a Store. The zero value is usable.
+type Options struct {
+	Clock  func() time.Time // default time.Now
+	Logger *slog.Logger     // default: discard
+}
+
+func validName(name string) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("name of %d bytes: %w", len(name), ErrNameTooLong)
+	}
+	if name == "" || name == "." || name == ".." {
+		return fmt.Errorf("name %q: %w", name, ErrInvalid)
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' || name[i] == 0 {
+			return fmt.Errorf("name %q: %w", name, ErrInvalid)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+)
+
+// GCArgs selects what one collector run does.
+type GCArgs struct {
+	// Orphans also scans every drive for fragments that no committed
+	// generation references and removes those older than Grace, and removes
+	// unfinished Put files older than Grace.
+	Orphans bool          `json:"orphans"`
+	Grace   time.Duration `json:"grace"`
+}
+
+// GCReport says what a collector run removed.
+type GCReport struct {
+	Queued        int      `json:"queued"`     // GC queue items processed
+	Fragments     int      `json:"fragments"`  // fragments deleted for them
+	Orphans       int      `json:"orphans"`    // uncommitted fragments deleted
+	TempFiles     int      `json:"temp_files"` // unfinished put files removed
+	Scanned       int      `json:"scanned"`    // fragments examined by the orphan scan
+	Errors        []string `json:"errors,omitempty"`
+	DurationNanos int64    `json:"duration_ns"`
+}
+
+// GC runs the collector once: the queue of replaced and removed
+// generations, then (with Orphans) the scan for fragments never committed.
+func (s *Service) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
+	start := time.Now()
+	rep := &GCReport{}
+	m, err := s.Map(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if a.Orphans {
+		if err := s.removeTempFiles(ctx, meta.RootIno, "/", a.Grace, rep); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.drainQueue(ctx, m, rep); err != nil {
+		return nil, err
+	}
+	if a.Orphans {
+		if err := s.scanOrphans(ctx, m, a.Grace, rep); err != nil {
+			return nil, err
+		}
+	}
+	rep.DurationNanos = int64(time.Since(start))
+	return rep, nil
+}
+
+func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCReport) error {
+	for {
+		items, err := s.store.GCList(ctx, 256)
+		if err != nil || len(items) == 0 {
+			return err
+		}
+		var done []uint64
+		for _, it := range items {
+			ok := true
+			for i, id := range it.Drives {
+				key := erasure.FragmentKey{Ino: uint64(it.Ino), Stripe: it.Stripe, Gen: it.Gen, Index: uint8(i)}
+				if err := s.deleteFragment(ctx, m, placement.DriveID(id), key); err != nil {
+					ok = false
+					rep.Errors = append(rep.Errors, err.Error())
+					continue
+				}
+				rep.Fragments++
+			}
+			if ok {
+				done = append(done, it.Seq)
+			}
+		}
+		if err := s.store.GCDone(ctx, done); err != nil {
+			return err
+		}
+		rep.Queued += len(done)
+		if len(done) == 0 {
+			return nil // every item failed; try again on the next run
+		}
+	}
+}
+
+// deleteFragment deletes one fragment; a drive that is failed or gone
+// holds nothing to delete.
+func (s *Service) deleteFragment(ctx context.Context, m *clustermap.Map, id placement.DriveID, key erasure.FragmentKey) error {
+	d, err := m.Drive(id)
+	if err != nil || d.State == clustermap.StateFailed || d.State == clustermap.StateOut {
+		return nil
+	}
+	drv, err := s.drives.Drive(m, id)
+	if err != nil {
+		return err
+	}
+	if err := drv.DeleteFragment(ctx, key); err != nil {
+		return fmt.Errorf("delete %v on %v: %w", key, id, err)
+	}
+	return nil
+}
+
+func (s *Service) scanOrphans(ctx context.Context, m *clustermap.Map, grace time.Duration, rep *GCReport) error {
+	cutoff := time.Now().Add(-grace)
+	for _, d := range m.Drives {
+		if d.State != clustermap.StateUp {
+			continue
+		}
+		drv, err := s.drives.Drive(m, d.ID)
+		if err != nil {
+			rep.Errors = append(rep.Errors, err.Error())
+			continue
+		}
+		var orphans []erasure.FragmentKey
+		err = drv.ListFragments(ctx, func(k erasure.FragmentKey, size int64, mtime time.Time) error {
+			rep.Scanned++
+			if mtime.After(cutoff) {
+				return nil
+			}
+			ok, err := s.store.Committed(ctx, meta.Ino(k.Ino), k.Stripe, k.Gen)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				orphans = append(orphans, k)
+			}
+			return nil
+		})
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("scan %v: %v", d.ID, err))
+			continue
+		}
+		for _, k := range orphans {
+			if err := drv.DeleteFragment(ctx, k); err != nil {
+				rep.Errors = append(rep.Errors, err.Error())
+				continue
+			}
+			rep.Orphans++
+		}
+	}
+	return nil
+}
+
+// tempPrefix is client.Put's prefix for unfinished files.
+const tempPrefix = ".poolfs-put."
+
+// removeTempFiles walks the namespace and unlinks unfinished Put files
+// older than grace (their stripes go to the GC queue).
+func (s *Service) removeTempFiles(ctx context.Context, dir meta.Ino, dpath string, grace time.Duration, rep *GCReport) error {
+	cutoff := time.Now().Add(-grace).UnixNano()
+	after := ""
+	for {
+		ents, err := s.store.Readdir(ctx, dir, after, 1024)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			switch {
+			case e.Type == meta.TypeDir:
+				if err := s.removeTempFiles(ctx, e.Ino, path.Join(dpath, e.Name), grace, rep); err != nil {
+					return err
+				}
+			case e.Type == meta.TypeFile && strings.HasPrefix(e.Name, tempPrefix):
+				a, err := s.store.Getattr(ctx, e.Ino)
+				if err != nil || a.Mtime > cutoff {
+					continue
+				}
+				if err := s.store.Unlink(ctx, dir, e.Name); err == nil {
+					rep.TempFiles++
+					s.log.Info("removed unfinished put", "path", path.Join(dpath, e.Name))
+				}
+			}
+		}
+		if len(ents) < 1024 {
+			return nil
+		}
+		after = ents[len(ents)-1].Name
+	}
+}

@@ -1,0 +1,172 @@
+package mgmt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"poolfs/internal/client"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/rpc"
+)
+
+// mapBlob is the name of the cluster map in the metadata store.
+const mapBlob = "clustermap"
+
+// Service is the management service.
+type Service struct {
+	store  *meta.Store
+	drives client.Drives
+	log    *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		m       *clustermap.Map
+		version uint64
+	}
+}
+
+// New returns the service over a metadata store; drives reaches the
+// storage servers.
+func New(store *meta.Store, drives client.Drives, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, drives: drives, log: log}
+}
+
+// Load reads the stored map. It returns meta.ErrNotFound if there is none.
+func (s *Service) Load(ctx context.Context) (*clustermap.Map, error) {
+	b, v, err := s.store.GetBlob(ctx, mapBlob)
+	if err != nil {
+		return nil, err
+	}
+	var m clustermap.Map
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("mgmt: stored cluster map is corrupt: %w", err)
+	}
+	s.mu.Lock()
+	s.mu.m, s.mu.version = &m, v
+	s.mu.Unlock()
+	return m.Clone(), nil
+}
+
+// Map returns a copy of the current map.
+func (s *Service) Map(ctx context.Context) (*clustermap.Map, error) {
+	s.mu.Lock()
+	m := s.mu.m
+	s.mu.Unlock()
+	if m == nil {
+		return s.Load(ctx)
+	}
+	return m.Clone(), nil
+}
+
+// Update applies fn to a copy of the current map and stores the result as
+// the next epoch. fn may be called again if another writer won the race.
+func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) (*clustermap.Map, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		s.mu.Lock()
+		cur, ver := s.mu.m, s.mu.version
+		s.mu.Unlock()
+		var next *clustermap.Map
+		if cur == nil {
+			next = &clustermap.Map{}
+		} else {
+			next = cur.Clone()
+		}
+		if err := fn(next); err != nil {
+			return nil, err
+		}
+		next.Epoch++
+		if err := next.Validate(); err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		nv, err := s.store.PutBlob(ctx, mapBlob, b, ver)
+		if errors.Is(err, meta.ErrConflict) {
+			if _, err := s.Load(ctx); err != nil && !errors.Is(err, meta.ErrNotFound) {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.mu.m, s.mu.version = next, nv
+		s.mu.Unlock()
+		s.log.Info("cluster map updated", "epoch", next.Epoch)
+		return next.Clone(), nil
+	}
+	return nil, fmt.Errorf("mgmt: cluster map update lost the race 10 times: %w", meta.ErrConflict)
+}
+
+// Register exposes the service on an RPC server.
+func (s *Service) Register(r *rpc.Server) {
+	r.Handle("mgmt.Map", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		m, err := s.Map(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: m}, nil
+	})
+	r.Handle("mgmt.Status", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		st, err := s.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: st}, nil
+	})
+	r.Handle("mgmt.GC", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		var a GCArgs
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
+		}
+		rep, err := s.GC(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: rep}, nil
+	})
+}
+
+// Client calls a management service.
+type Client struct{ rc *rpc.Client }
+
+// NewClient wraps an RPC client connected to the management service.
+func NewClient(rc *rpc.Client) *Client { return &Client{rc: rc} }
+
+// Map implements client.MapSource.
+func (c *Client) Map(ctx context.Context) (*clustermap.Map, error) {
+	var m clustermap.Map
+	if err := c.rc.Call(ctx, "mgmt.Map", struct{}{}, nil, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Status returns the cluster status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var st Status
+	if err := c.rc.Call(ctx, "mgmt.Status", struct{}{}, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// GC runs the collector once.
+func (c *Client) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
+	var rep GCReport
+	if err := c.rc.Call(ctx, "mgmt.GC", a, nil, &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}

@@ -1,0 +1,378 @@
+package rpc
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Request is one incoming call. Method, Args and the Request itself are
+// valid only while the handler runs. Body comes from a pool and is reused
+// for another request as soon as the handler returns, unless the handler
+// calls DetachBody.
+type Request struct {
+	Method string
+	Args   []byte // JSON, possibly empty
+	Body   []byte // raw bytes, possibly empty
+
+	pooled *[]byte // Body's pool handle; nil once detached
+}
+
+// DetachBody hands Body to the caller for good: the server will not reuse
+// it. Call it before the handler returns to keep the body (for example, to
+// queue it for a disk write).
+func (r *Request) DetachBody() []byte {
+	r.pooled = nil
+	return r.Body
+}
+
+// Response is a handler's reply. Result is JSON-encoded (nil sends no
+// result). Body is sent as raw bytes; the server does not retain it after
+// Done is called.
+type Response struct {
+	Result any
+	Body   []byte
+	// Done, if non-nil, is called exactly once after Body has been written
+	// (or the write failed), so the handler can recycle Body.
+	Done func()
+}
+
+// HandlerFunc serves one method. ctx is cancelled when the connection closes
+// or the server stops. An error is sent to the client as a *RemoteError
+// carrying the code of the first sentinel in the ErrorTable it matches
+// (errors.Is), else "internal". A nil *Response with a nil error is an empty
+// reply.
+type HandlerFunc func(ctx context.Context, req *Request) (*Response, error)
+
+// ServerOptions configures a Server. Zero values mean the documented default.
+type ServerOptions struct {
+	Logger  *slog.Logger // default: discard
+	MaxBody int64        // largest request or response body; default DefaultMaxBody
+	Errors  *ErrorTable  // error codes sent to clients; default: built-ins only
+}
+
+// Validate rejects negative limits.
+func (o ServerOptions) Validate() error {
+	if o.MaxBody < 0 {
+		return fmt.Errorf("rpc: negative MaxBody %d", o.MaxBody)
+	}
+	return nil
+}
+
+// Server serves registered methods to authenticated clients. Each connection
+// carries one call at a time; clients open more connections for concurrency.
+type Server struct {
+	secret   []byte
+	log      *slog.Logger
+	errs     *ErrorTable
+	maxBody  int64
+	initErr  error // bad secret or options; returned by Serve
+	handlers map[string]handlerEntry
+	started  atomic.Bool
+	pool     bufPool
+
+	ctx    context.Context // cancelled by Close; parent of handler contexts
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connection goroutines
+
+	mu struct {
+		sync.Mutex
+		closed    bool
+		listeners map[net.Listener]struct{}
+		conns     map[net.Conn]struct{}
+	}
+}
+
+type handlerEntry struct {
+	method string
+	h      HandlerFunc
+}
+
+// NewServer returns a server authenticating clients with secret (copied;
+// at least MinSecretLen bytes). A bad secret or options make Serve fail.
+func NewServer(secret []byte, opts ServerOptions) *Server {
+	s := &Server{
+		secret:   append([]byte(nil), secret...),
+		log:      opts.Logger,
+		errs:     opts.Errors,
+		maxBody:  opts.MaxBody,
+		handlers: make(map[string]handlerEntry),
+	}
+	s.initErr = errors.Join(checkSecret(secret), opts.Validate())
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[net.Conn]struct{})
+	return s
+}
+
+// Handle registers h for method. It must be called before Serve; it panics
+// if called later, if method is empty or longer than 128 bytes, or if the
+// method is already registered.
+func (s *Server) Handle(method string, h HandlerFunc) {
+	switch {
+	case s.started.Load():
+		panic("rpc: Handle called after Serve")
+	case method == "" || len(method) > maxMethodLen:
+		panic(fmt.Sprintf("rpc: bad method name %q", method))
+	case h == nil:
+		panic("rpc: nil handler for " + method)
+	}
+	if _, dup := s.handlers[method]; dup {
+		panic("rpc: method registered twice: " + method)
+	}
+	s.handlers[method] = handlerEntry{method, h}
+}
+
+// Serve accepts connections on ln until Close, then returns nil. It may be
+// called for several listeners. Other accept errors are returned.
+func (s *Server) Serve(ln net.Listener) error {
+	s.started.Store(true)
+	if s.initErr != nil {
+		ln.Close()
+		return s.initErr
+	}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.mu.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, ln)
+		s.mu.Unlock()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.mu.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			if retryableAccept(err) {
+				s.log.Warn("rpc: accept failed, retrying", "addr", ln.Addr(), "err", err)
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("rpc: accept on %s: %w", ln.Addr(), err)
+		}
+		s.mu.Lock()
+		if s.mu.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return nil
+		}
+		s.mu.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(nc)
+	}
+}
+
+// retryableAccept reports whether an accept error is transient: out of file
+// descriptors or memory, or a connection aborted before we took it.
+func retryableAccept(err error) bool {
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops accepting, closes every connection, cancels handler contexts
+// and waits for running handlers to return. It is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.mu.closed = true
+	for ln := range s.mu.listeners {
+		ln.Close()
+	}
+	for nc := range s.mu.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// serverConn is one accepted connection: a reader goroutine (run) that
+// parses requests and notices the peer hanging up, and a worker goroutine
+// that runs handlers and writes responses, one at a time.
+type serverConn struct {
+	s   *Server
+	nc  net.Conn
+	fr  frameReader
+	fw  frameWriter
+	id  uint64       // id of the current request
+	h   handlerEntry // handler of the current request; h == nil: no such method
+	req Request      // current request
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		nc.Close()
+		s.mu.Lock()
+		delete(s.mu.conns, nc)
+		s.mu.Unlock()
+	}()
+	c := &serverConn{
+		s:  s,
+		nc: nc,
+		fr: frameReader{br: bufio.NewReaderSize(nc, 64<<10), maxBody: s.maxBody},
+		fw: frameWriter{w: nc, maxBody: s.maxBody},
+	}
+	nonce := make([]byte, nonceSize)
+	rand.Read(nonce)
+	nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if err := serverHandshake(&c.fr, nc, s.secret, nonce); err != nil {
+		level := slog.LevelDebug // port scans and health probes
+		if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) {
+			level = slog.LevelWarn
+		}
+		s.log.Log(s.ctx, level, "rpc: handshake failed", "remote", nc.RemoteAddr(), "err", err)
+		return
+	}
+	nc.SetDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	c.run(ctx, cancel)
+}
+
+func (c *serverConn) run(ctx context.Context, cancel context.CancelFunc) {
+	work := make(chan struct{})
+	idle := make(chan struct{}, 1) // holds a token while the worker is idle
+	idle <- struct{}{}
+	c.s.wg.Add(1)
+	go c.worker(ctx, work, idle)
+	defer close(work)
+	defer cancel() // before close(work): a running handler sees ctx done
+	for {
+		h, err := c.fr.readHeader()
+		if err == nil {
+			select {
+			case <-idle: // previous response written; scratch buffers free
+			case <-ctx.Done():
+				return
+			}
+			err = c.readRequest(h)
+		}
+		if err != nil {
+			if errors.Is(err, ErrProtocol) {
+				c.s.log.Warn("rpc: dropping connection", "remote", c.nc.RemoteAddr(), "err", err)
+			} else if err != io.EOF && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				c.s.log.Debug("rpc: connection lost", "remote", c.nc.RemoteAddr(), "err", err)
+			}
+			return
+		}
+		work <- struct{}{}
+	}
+}
+
+// readRequest reads the rest of the request h into c.req.
+func (c *serverConn) readRequest(h header) error {
+	if h.typ != typeRequest {
+		return fmt.Errorf("%w: frame type %d from client", ErrProtocol, h.typ)
+	}
+	name, args, err := c.fr.readMeta(h)
+	if err != nil {
+		return err
+	}
+	c.id = h.id
+	c.h = c.s.handlers[string(name)]
+	c.req = Request{Method: c.h.method, Args: args}
+	if c.h.h == nil {
+		c.req.Method = string(name)
+		_, err := c.fr.br.Discard(h.bodyLen)
+		return unexpectedEOF(err)
+	}
+	c.req.pooled, c.req.Body = c.s.pool.get(h.bodyLen)
+	if err := c.fr.readBody(c.req.Body); err != nil {
+		c.s.pool.put(c.req.pooled)
+		return err
+	}
+	return nil
+}
+
+func (c *serverConn) worker(ctx context.Context, work <-chan struct{}, idle chan<- struct{}) {
+	defer c.s.wg.Done()
+	for range work {
+		resp, err := c.s.invoke(ctx, c.h, &c.req)
+		werr := c.writeResponse(resp, err)
+		if resp != nil && resp.Done != nil {
+			resp.Done()
+		}
+		c.s.pool.put(c.req.pooled)
+		c.req = Request{}
+		if werr != nil {
+			c.nc.Close() // the reader notices and ends the connection
+		}
+		idle <- struct{}{}
+	}
+}
+
+// invoke runs the handler, turning a panic into an ErrInternal error.
+func (s *Server) invoke(ctx context.Context, e handlerEntry, req *Request) (resp *Response, err error) {
+	if e.h == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNoMethod, req.Method)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("rpc: handler panicked", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
+			resp, err = nil, fmt.Errorf("%w: %s panicked: %v", ErrInternal, req.Method, r)
+		}
+	}()
+	return e.h(ctx, req)
+}
+
+func (c *serverConn) writeResponse(resp *Response, err error) error {
+	var result []byte
+	if err == nil && resp != nil && resp.Result != nil {
+		result, err = json.Marshal(resp.Result)
+		if err != nil {
+			err = fmt.Errorf("%w: encode result of %s: %v", ErrInternal, c.req.Method, err)
+		}
+	}
+	if err != nil {
+		msg := err.Error()
+		if len(msg) > maxArgsLen {
+			msg = msg[:maxArgsLen]
+		}
+		return c.fw.write(typeError, c.id, c.s.errs.encode(err), []byte(msg), nil)
+	}
+	var body []byte
+	if resp != nil {
+		body = resp.Body
+	}
+	if int64(len(body)) > c.s.maxBody {
+		err = fmt.Errorf("%w: %s returned a body of %d bytes > %d", ErrInternal, c.req.Method, len(body), c.s.maxBody)
+		return c.fw.write(typeError, c.id, codeInternal, []byte(err.Error()), nil)
+	}
+	return c.fw.write(typeResponse, c.id, "", result, body)
+}

@@ -1,0 +1,18 @@
+// Package storage is the storage server: it owns drives (chunkstore.Drive)
+// and serves their fragments over authenticated RPC, and its client, which
+// makes a remote drive look exactly like a local one (the same
+// chunkstore.Drive interface), so the stripe writer, the reader and rebuild
+// never know where a drive is.
+//
+// RPC methods (registered by Server.Register):
+//
+//	storage.Write   args {drive, key}            body: fragment bytes
+//	storage.Read    args {drive, key, off, n}    reply body: the bytes
+//	storage.Delete  args {drive, key}
+//	storage.List    args {drive, after, limit}   reply: keys with sizes
+//	storage.Stat    args {drive}                 reply: usage
+//	storage.Drives  -                            reply: the drive IDs served
+//
+// The server never trusts a drive ID, key or range from the network: an
+// unknown drive is ErrNoDrive, ranges are checked by the chunkstore.
+package storage

@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+)
+
+// ErrNoDrive is returned for a drive this server does not own.
+var ErrNoDrive = errors.New("storage: no such drive on this server")
+
+// Errors is the table of sentinel errors that cross the wire from a storage
+// server; both ends must use it.
+func Errors() *rpc.ErrorTable { return rpc.NewErrorTable(ErrorCodes()...) }
+
+// ErrorCodes lists the wire codes and sentinels of Errors, for servers that
+// combine several services' tables.
+func ErrorCodes() []any {
+	return []any{
+		"storage.nodrive", ErrNoDrive,
+		"chunk.notfound", chunkstore.ErrNotFound,
+		"chunk.full", chunkstore.ErrFull,
+		"chunk.invalid", chunkstore.ErrInvalid,
+		"chunk.failed", chunkstore.ErrFailed,
+	}
+}
+
+// Server serves a set of drives.
+type Server struct {
+	log *slog.Logger
+	mu  struct {
+		sync.RWMutex
+		drives map[placement.DriveID]chunkstore.Drive
+	}
+}
+
+// NewServer returns a server for the given drives. The server does not own
+// their lifetime.
+func NewServer(drives map[placement.DriveID]chunkstore.Drive, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{log: log}
+	s.mu.drives = map[placement.DriveID]chunkstore.Drive{}
+	for id, d := range drives {
+		s.mu.drives[id] = d
+	}
+	return s
+}
+
+// SetDrive adds or replaces a served drive (nil removes it).
+func (s *Server) SetDrive(id placement.DriveID, d chunkstore.Drive) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d == nil {
+		delete(s.mu.drives, id)
+		return
+	}
+	s.mu.drives[id] = d
+}
+
+// Drive returns a served drive.
+func (s *Server) Drive(id placement.DriveID) (chunkstore.Drive, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.mu.drives[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %v", ErrNoDrive, id)
+	}
+	return d, nil
+}
+
+// DriveIDs lists the served drives in order.
+func (s *Server) DriveIDs() []placement.DriveID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := make([]placement.DriveID, 0, len(s.mu.drives))
+	for id := range s.mu.drives {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+type fragArgs struct {
+	Drive placement.DriveID   `json:"drive"`
+	Key   erasure.FragmentKey `json:"key"`
+	Off   int64               `json:"off,omitempty"`
+	N     int64               `json:"n,omitempty"`
+}
+
+type listArgs struct {
+	Drive placement.DriveID `json:"drive"`
+}
+
+// FragmentInfo is one listed fragment.
+type FragmentInfo struct {
+	Key   erasure.FragmentKey `json:"key"`
+	Size  int64               `json:"size"`
+	MTime time.Time           `json:"mtime"`
+}
+
+// Register adds the storage methods to an RPC server.
+func (s *Server) Register(r *rpc.Server) {
+	r.Handle("storage.Write", s.handleWrite)
+	r.Handle("storage.Read", s.handleRead)
+	r.Handle("storage.Delete", s.handleDelete)
+	r.Handle("storage.List", s.handleList)
+	r.Handle("storage.Stat", s.handleStat)
+	r.Handle("storage.Drives", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		return &rpc.Response{Result: s.DriveIDs()}, nil
+	})
+}
+
+func (s *Server) fragDrive(req *rpc.Request) (fragArgs, chunkstore.Drive, error) {
+	var a fragArgs
+	if err := json.Unmarshal(req.Args, &a); err != nil {
+		return a, nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+	}
+	d, err := s.Drive(a.Drive)
+	return a, d, err
+}
+
+func (s *Server) handleWrite(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	a, d, err := s.fragDrive(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.WriteFragment(ctx, a.Key, req.Body); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+func (s *Server) handleRead(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	a, d, err := s.fragDrive(req)
+	if err != nil {
+		return nil, err
+	}
+	n := a.N
+	if n == 0 {
+		n = -1
+	}
+	b, err := d.ReadFragment(ctx, a.Key, a.Off, n, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.Response{Body: b}, nil
+}
+
+func (s *Server) handleDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	a, d, err := s.fragDrive(req)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, d.DeleteFragment(ctx, a.Key)
+}
+
+func (s *Server) handleList(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var a listArgs
+	if err := json.Unmarshal(req.Args, &a); err != nil {
+		return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+	}
+	d, err := s.Drive(a.Drive)
+	if err != nil {
+		return nil, err
+	}
+	var out []FragmentInfo
+	err = d.ListFragments(ctx, func(k erasure.FragmentKey, size int64, mtime time.Time) error {
+		out = append(out, FragmentInfo{Key: k, Size: size, MTime: mtime})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.Response{Result: out}, nil
+}
+
+func (s *Server) handleStat(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	var a listArgs
+	if err := json.Unmarshal(req.Args, &a); err != nil {
+		return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+	}
+	d, err := s.Drive(a.Drive)
+	if err != nil {
+		return nil, err
+	}
+	u, err := d.Stat(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.Response{Result: u}, nil
+}
