@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"poolfs/internal/erasure"
 )
 
@@ -85,8 +87,12 @@ func (d *LocalDrive) errorf(op string, key erasure.FragmentKey, err error) error
 	return fmt.Errorf("drive %s: %s fragment %v: %w", d.dir, op, key, err)
 }
 
-// ioError wraps a system error of op; device failures also wrap ErrFailed.
+// ioError wraps a system error of op; device failures also wrap ErrFailed
+// and ENOSPC wraps ErrFull.
 func (d *LocalDrive) ioError(op string, key erasure.FragmentKey, err error) error {
+	if errors.Is(err, unix.ENOSPC) {
+		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", d.dir, op, key, ErrFull, err)
+	}
 	if isDeviceFailure(err) {
 		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", d.dir, op, key, ErrFailed, err)
 	}

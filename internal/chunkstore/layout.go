@@ -2,7 +2,6 @@ package chunkstore
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -49,11 +48,6 @@ func fragName(key erasure.FragmentKey) string {
 	b = append(b, '.')
 	b = strconv.AppendUint(b, uint64(key.Index), 10)
 	return string(b)
-}
-
-// fragRel is the path of a fragment relative to the drive directory.
-func fragRel(key erasure.FragmentKey) string {
-	return filepath.Join(fragsDir, fanoutName(fanout(key)), fragName(key))
 }
 
 // parseFragName parses a fragment file name strictly: it accepts exactly the

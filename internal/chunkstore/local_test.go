@@ -50,8 +50,9 @@ func key(i int) erasure.FragmentKey {
 	return erasure.FragmentKey{Ino: uint64(i) * 7919, Stripe: uint64(i % 5), Gen: uint64(i) + 1, Index: uint8(i % 10)}
 }
 
-// modes are the I/O paths every drive test runs on. tmpfs exercises the
-// O_DIRECT fallback where /dev/shm is a tmpfs.
+// modes are the I/O paths every drive test runs on: O_DIRECT and buffered
+// on t.TempDir() (ext4 here), and /dev/shm (tmpfs; O_DIRECT since Linux
+// 6.6, else the fallback). TestDirectFallback forces the EINVAL fallback.
 func modes(t *testing.T) map[string]func(t *testing.T) string {
 	m := map[string]func(t *testing.T) string{
 		"direct":   func(t *testing.T) string { return t.TempDir() },

@@ -137,13 +137,18 @@ func Throttle(d Drive, m SpeedModel, clock Clock) Drive {
 	return &throttled{d: d, m: m, clock: clock}
 }
 
+// queueSlack: an I/O arriving this soon after the drive went idle counts
+// as queued. It absorbs the timer lateness of a caller that issues I/Os back
+// to back, which would otherwise add up to idle gaps.
+const queueSlack = 2 * time.Millisecond
+
 // wait books an I/O of duration svc that arrived at arrival and sleeps
 // until it completes.
 func (t *throttled) wait(ctx context.Context, arrival time.Time, svc time.Duration) error {
 	t.mu.Lock()
 	start := t.mu.busyUntil
-	if start.Before(arrival) {
-		start = arrival
+	if arrival.Sub(start) > queueSlack {
+		start = arrival // the drive was idle
 	}
 	end := start.Add(svc)
 	t.mu.busyUntil = end

@@ -117,19 +117,26 @@ func TestModels(t *testing.T) {
 
 func TestThrottleBandwidthRealTime(t *testing.T) {
 	m := SpeedModel{Name: "test", ReadBW: 1000e6, WriteBW: 1000e6}.Scale(0.1) // 100 MB/s
-	d := Throttle(newMemDrive(), m, nil)
-	buf := make([]byte, 1<<20)
-	start := time.Now()
-	for i := range 10 {
-		if err := d.WriteFragment(ctx, key(i), buf); err != nil {
-			t.Fatal(err)
+	want := 10 * time.Duration(float64(1<<20)/100e6*float64(time.Second))
+	// Real time: on a machine overloaded by other work, late wake-ups add
+	// idle gaps, so allow a few attempts.
+	var got time.Duration
+	for attempt := range 3 {
+		d := Throttle(newMemDrive(), m, nil)
+		buf := make([]byte, 1<<20)
+		start := time.Now()
+		for i := range 10 {
+			if err := d.WriteFragment(ctx, key(i), buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got = time.Since(start)
+		t.Logf("attempt %d: 10 x 1 MiB at 100 MB/s: %v (model %v)", attempt, got, want)
+		if got >= want*7/10 && got <= want*13/10 {
+			return
 		}
 	}
-	got, want := time.Since(start), 10*time.Duration(float64(1<<20)/100e6*float64(time.Second))
-	t.Logf("10 x 1 MiB at 100 MB/s: %v (model %v)", got, want)
-	if got < want*7/10 || got > want*13/10 {
-		t.Fatalf("took %v, want %v ±30%%", got, want)
-	}
+	t.Fatalf("took %v, want %v ±30%%", got, want)
 }
 
 func TestThrottleIOPSAndSerialization(t *testing.T) {

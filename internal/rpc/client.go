@@ -55,11 +55,8 @@ type clientConn struct {
 	fw     frameWriter
 	nextID uint64
 
-	// Used by alive.
-	idleSince time.Time
-	peekFn    func(fd uintptr) bool
-	peekBuf   [1]byte
-	peekOK    bool
+	idleSince time.Time // when put back in the pool; used by alive
+	peek      peekState
 }
 
 // Dial returns a client for addr, after opening and authenticating one

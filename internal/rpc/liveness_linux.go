@@ -11,6 +11,13 @@ import (
 // and a hot connection should not pay a system call per call.
 const peekAfter = time.Millisecond
 
+// peekState is the scratch space of alive.
+type peekState struct {
+	fn  func(fd uintptr) bool // cc.peekFD, bound once: no allocation per check
+	buf [1]byte
+	ok  bool
+}
+
 // alive reports whether an idle connection is still open: the server has
 // neither hung up nor sent anything unasked. It costs one non-blocking
 // recv(MSG_PEEK), and saves the first call after a server restart from
@@ -22,19 +29,19 @@ func (cc *clientConn) alive() bool {
 	if cc.raw == nil || time.Since(cc.idleSince) < peekAfter {
 		return true
 	}
-	if cc.peekFn == nil {
-		cc.peekFn = cc.peek // bound once: no allocation per check
+	if cc.peek.fn == nil {
+		cc.peek.fn = cc.peekFD
 	}
-	if err := cc.raw.Read(cc.peekFn); err != nil {
+	if err := cc.raw.Read(cc.peek.fn); err != nil {
 		return false
 	}
-	return cc.peekOK
+	return cc.peek.ok
 }
 
-// peek is the raw-connection callback of alive: only "would block" means
+// peekFD is the raw-connection callback of alive: only "would block" means
 // the connection is open and quiet.
-func (cc *clientConn) peek(fd uintptr) bool {
-	_, _, err := unix.Recvfrom(int(fd), cc.peekBuf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	cc.peekOK = err == unix.EAGAIN || err == unix.EWOULDBLOCK
+func (cc *clientConn) peekFD(fd uintptr) bool {
+	_, _, err := unix.Recvfrom(int(fd), cc.peek.buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	cc.peek.ok = err == unix.EAGAIN || err == unix.EWOULDBLOCK
 	return true
 }

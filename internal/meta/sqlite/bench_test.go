@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -59,18 +60,22 @@ func benchStore(b *testing.B) (*meta.Store, meta.Attr) {
 }
 
 // createN creates files f0..f(n-1) in dir with many goroutines.
-func createN(b *testing.B, s *meta.Store, dir meta.Ino, n int, next *atomic.Int64) {
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := next.Add(1) - 1
-			if i >= int64(n) {
-				continue
+func createN(b *testing.B, s *meta.Store, dir meta.Ino, n int) {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range parallelism {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if _, err := s.Create(context.Background(), dir, fmt.Sprintf("f%d", i), meta.TypeFile, 0644, 0, 0, 0, ""); err != nil {
+					b.Error(err)
+					return
+				}
 			}
-			if _, err := s.Create(context.Background(), dir, fmt.Sprintf("f%d", i), meta.TypeFile, 0644, 0, 0, 0, ""); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		}()
+	}
+	wg.Wait()
 }
 
 func BenchmarkCreate(b *testing.B) {
@@ -78,16 +83,22 @@ func BenchmarkCreate(b *testing.B) {
 	var next atomic.Int64
 	b.SetParallelism(parallelism)
 	b.ResetTimer()
-	createN(b, s, d.Ino, b.N, &next)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			if _, err := s.Create(context.Background(), d.Ino, fmt.Sprintf("f%d", i), meta.TypeFile, 0644, 0, 0, 0, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 }
 
 func BenchmarkLookup(b *testing.B) {
 	s, d := benchStore(b)
 	const files = 1000
-	var next atomic.Int64
 	b.SetParallelism(parallelism)
-	createN(b, s, d.Ino, files, &next)
+	createN(b, s, d.Ino, files)
 	var n atomic.Int64
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -117,9 +128,8 @@ func BenchmarkGetattr(b *testing.B) {
 
 func BenchmarkUnlink(b *testing.B) {
 	s, d := benchStore(b)
-	var next atomic.Int64
 	b.SetParallelism(parallelism)
-	createN(b, s, d.Ino, b.N, &next)
+	createN(b, s, d.Ino, b.N)
 	var n atomic.Int64
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

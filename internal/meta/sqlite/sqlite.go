@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
@@ -104,6 +106,9 @@ func Open(path string) (*Engine, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	n := max(4, 2*runtime.GOMAXPROCS(0))
+	if v, _ := strconv.Atoi(os.Getenv("XREADERS")); v > 0 {
+		n = v
+	}
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
 	rdb.SetConnMaxLifetime(0)

@@ -1,0 +1,31 @@
+# The two commands of the README:
+#   make up     build and run a one-machine cluster in ./poolfs-data
+#   make test   run the whole test suite (installs PostgreSQL and fio if missing)
+GO       ?= go
+BIN      := bin/poolfs
+UPFLAGS  ?=
+
+.PHONY: build up test lint bench clean
+
+build:
+	./scripts/deps.sh
+	$(GO) build -o $(BIN) ./cmd/poolfs
+
+up: build
+	$(BIN) up $(UPFLAGS)
+
+test:
+	./scripts/deps.sh test
+	@test -z "$$(gofmt -l cmd internal)" || { echo "gofmt needed:"; gofmt -l cmd internal; exit 1; }
+	$(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+lint:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+bench: build
+	./scripts/deps.sh bench
+	./bench/run.sh
+
+clean:
+	rm -rf bin
