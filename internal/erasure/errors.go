@@ -33,8 +33,8 @@ type ChecksumError struct {
 func (e *ChecksumError) Error() string {
 	if len(e.Blocks) == 1 {
 		b := e.Blocks[0]
-		return fmt.Sprintf("%v: fragment %v block %d (shard bytes %d-%d)",
-			ErrChecksum, e.Key, b, b*BlockSize, (b+1)*BlockSize-1)
+		return fmt.Sprintf("%v: fragment %v block %d (shard offset %d)",
+			ErrChecksum, e.Key, b, b*BlockSize)
 	}
 	return fmt.Sprintf("%v: fragment %v blocks %v (%d KiB each)",
 		ErrChecksum, e.Key, e.Blocks, BlockSize>>10)

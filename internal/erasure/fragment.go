@@ -120,7 +120,7 @@ func EncodeFragment(dst []byte, h Header, shard []byte) []byte {
 // SealFragment is the zero-copy EncodeFragment: the shard data already sits
 // at FragmentShard(buf, S) with S = h.ShardSize. It computes the block CRCs,
 // writes the header into buf[:HeaderSize(S)], zeroes the data padding and
-// returns h with CRCs set (reusing h.CRCs's array if large enough). buf must
+// returns h with CRCs set (in a new slice; h.CRCs is not written). buf must
 // be at least FragmentSize(S) long. It panics if h is invalid.
 func SealFragment(buf []byte, h Header) Header {
 	if err := h.Validate(); err != nil {
@@ -132,7 +132,7 @@ func SealFragment(buf []byte, h Header) Header {
 		panic(fmt.Sprintf("erasure: SealFragment %v: buffer of %d bytes, need %d", h.Key, len(buf), n))
 	}
 	data := buf[hs : hs+S]
-	h.CRCs = h.CRCs[:0]
+	h.CRCs = make([]uint32, 0, numBlocks(S))
 	for off := 0; off < S; off += BlockSize {
 		h.CRCs = append(h.CRCs, crc32.Checksum(data[off:min(off+BlockSize, S)], castagnoli))
 	}
@@ -281,8 +281,9 @@ func (h *Header) VerifyData(data []byte, off int) (bad []int) {
 // BlockExtent returns the shard byte range [start, end) to read so that the
 // range [off, off+n) of the shard can be checked by VerifyData: off rounded
 // down and off+n rounded up to block boundaries, capped at the shard size.
+// It assumes 0 <= off and n >= 0; ranges beyond the shard end at the shard.
 func (h *Header) BlockExtent(off, n int) (start, end int) {
-	start = off / BlockSize * BlockSize
 	end = min(roundUp(off+n, BlockSize), int(h.ShardSize))
+	start = min(off/BlockSize*BlockSize, end)
 	return start, end
 }
