@@ -145,7 +145,7 @@ func TestCLITour(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(t, "status", "-c", dir, "--json")), &status); err != nil {
 		t.Fatal(err)
 	}
-	if status.Health != "ok" || len(status.Drives) != 12 || status.Pools[0].UsedRaw == 0 {
+	if status.Health != "ok" || len(status.Drives) != 12 || len(status.Pools) != 1 || status.Pools[0].UsedRaw == 0 {
 		t.Fatalf("status: %+v", status)
 	}
 	human := run(t, "status", "-c", dir)
@@ -153,6 +153,21 @@ func TestCLITour(t *testing.T) {
 		if !strings.Contains(human, want) {
 			t.Fatalf("status lacks %q:\n%s", want, human)
 		}
+	}
+	// A second pool, used by one directory.
+	out := run(t, "pool", "create", "-c", dir, "fast", "--drives", "8", "--scheme", "4+2", "--unit", "64K", "--drive-size", "256M")
+	if !strings.Contains(out, `pool 1 "fast": declustered, ec 4+2`) {
+		t.Fatalf("pool create: %s", out)
+	}
+	run(t, "mkdir", "-c", dir, "--pool", "fast", "/proj/fast")
+	run(t, "put", "-c", dir, src, "/proj/fast/data.bin")
+	st = run(t, "stat", "-c", dir, "/proj/fast/data.bin")
+	if !strings.Contains(st, "pool 1, ec 4+2") || !strings.Contains(st, "d12") && !strings.Contains(st, "d19") {
+		t.Fatalf("file in the second pool: %s", st)
+	}
+	run(t, "get", "-c", dir, "/proj/fast/data.bin", dst)
+	if got, _ := os.ReadFile(dst); !bytes.Equal(got, data) {
+		t.Fatal("get from the second pool returned different bytes")
 	}
 	run(t, "rm", "-c", dir, "-r", "/proj")
 	if out, err := exec.Command(binary, "get", "-c", dir, "/proj/data.bin", dst).CombinedOutput(); err == nil ||

@@ -152,6 +152,7 @@ func lsCmd(g *globals) *cobra.Command {
 
 func mkdirCmd(g *globals) *cobra.Command {
 	var parents bool
+	var pool string
 	cmd := &cobra.Command{
 		Use:   "mkdir PATH...",
 		Short: "Create directories",
@@ -166,11 +167,17 @@ func mkdirCmd(g *globals) *cobra.Command {
 				if err := conn.Client.Mkdir(cmd.Context(), p, 0o755, parents); err != nil {
 					return err
 				}
+				if pool != "" {
+					if err := conn.Client.SetPool(cmd.Context(), p, pool); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&parents, "parents", "p", false, "make parents as needed; no error if it exists")
+	cmd.Flags().StringVar(&pool, "pool", "", "files created below the directory go to this pool")
 	return cmd
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -32,7 +34,8 @@ func main() {
 
 // globals are the flags every command shares.
 type globals struct {
-	dir string
+	dir        string
+	cpuprofile string
 }
 
 func newRoot() *cobra.Command {
@@ -48,13 +51,36 @@ func newRoot() *cobra.Command {
 		def = "./poolfs-data"
 	}
 	root.PersistentFlags().StringVarP(&g.dir, "cluster", "c", def, "cluster directory written by `poolfs up` (env POOLFS_DIR)")
+	root.PersistentFlags().StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this command to the file")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	var prof *os.File
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if g.cpuprofile == "" {
+			return nil
+		}
+		var err error
+		if prof, err = os.Create(g.cpuprofile); err != nil {
+			return err
+		}
+		return pprof.StartCPUProfile(prof)
+	}
+	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
+		if prof != nil {
+			pprof.StopCPUProfile()
+			prof.Close()
+		}
+	}
 	root.AddCommand(upCmd(g))
 	root.AddCommand(fileCmds(g)...)
-	root.AddCommand(statusCmd(g), gcCmd(g))
+	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g))
 	return root
 }
 
 // connect opens a connection to the cluster of g.dir.
 func (g *globals) connect(ctx context.Context) (*cluster.Conn, error) {
-	return cluster.Connect(ctx, g.dir, client.Options{})
+	o := client.Options{}
+	if v, err := strconv.Atoi(os.Getenv("POOLFS_INFLIGHT")); err == nil {
+		o.StripesInFlight = v
+	}
+	return cluster.Connect(ctx, g.dir, o)
 }

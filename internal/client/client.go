@@ -32,6 +32,7 @@ type Namespace interface {
 	Rename(ctx context.Context, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags meta.RenameFlags) error
 	Readdir(ctx context.Context, ino meta.Ino, after string, limit int) ([]meta.Dirent, error)
 	Setattr(ctx context.Context, ino meta.Ino, in meta.SetAttr) (meta.Attr, error)
+	SetLayout(ctx context.Context, ino meta.Ino, l meta.Layout) error
 }
 
 // Stripes is the part of the metadata service that maps stripes to

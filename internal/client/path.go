@@ -182,3 +182,24 @@ func (c *Client) ReadDir(ctx context.Context, p string) ([]Entry, error) {
 		after = ents[len(ents)-1].Name
 	}
 }
+
+// SetPool makes files created under directory p from now on use the named
+// pool with its scheme and stripe unit.
+func (c *Client) SetPool(ctx context.Context, p, pool string) error {
+	a, err := c.Resolve(ctx, p)
+	if err != nil {
+		return err
+	}
+	if a.Type != meta.TypeDir {
+		return fmt.Errorf("%s: %w", p, meta.ErrNotDir)
+	}
+	m, err := c.RefreshMap(ctx)
+	if err != nil {
+		return err
+	}
+	pl, err := m.PoolByName(pool)
+	if err != nil {
+		return err
+	}
+	return c.meta.SetLayout(ctx, a.Ino, meta.Layout{Pool: pl.ID, K: pl.K, M: pl.M, Unit: pl.Unit})
+}

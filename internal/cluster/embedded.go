@@ -38,6 +38,8 @@ type Cluster struct {
 	engine  meta.Engine
 	rpc     *rpc.Server
 	dialer  *storage.Dialer
+	storage *storage.Server
+	mu      sync.Mutex // guards local
 	local   []*chunkstore.LocalDrive
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -124,7 +126,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	errs := rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
 	c.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: c.log, Errors: errs})
-	storage.NewServer(drives, c.log).Register(c.rpc)
+	c.storage = storage.NewServer(drives, c.log)
+	c.storage.Register(c.rpc)
+	c.Mgmt.OnMapChange = c.applyMap
 	metarpc.Register(c.rpc, c.Store)
 	c.Mgmt.Register(c.rpc)
 	c.wg.Add(1)
@@ -231,11 +235,33 @@ func (c *Cluster) openDrives(m *clustermap.Map) (map[placement.DriveID]chunkstor
 				return
 			}
 			out[d.ID] = ld
+			c.mu.Lock()
 			c.local = append(c.local, ld)
+			c.mu.Unlock()
 		}(d)
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// applyMap opens the drives that a new map gives this server.
+func (c *Cluster) applyMap(m *clustermap.Map) error {
+	served := map[placement.DriveID]bool{}
+	for _, id := range c.storage.DriveIDs() {
+		served[id] = true
+	}
+	next := m.Clone()
+	next.Drives = nil
+	for _, d := range m.Drives {
+		if d.Server == serverID && !served[d.ID] && d.State != clustermap.StateOut {
+			next.Drives = append(next.Drives, d)
+		}
+	}
+	drives, err := c.openDrives(next)
+	for id, d := range drives {
+		c.storage.SetDrive(id, d)
+	}
+	return err
 }
 
 func (c *Cluster) gcLoop(ctx context.Context) {
@@ -269,9 +295,11 @@ func (c *Cluster) Close() error {
 		if c.dialer != nil {
 			c.dialer.Close()
 		}
+		c.mu.Lock()
 		for _, d := range c.local {
 			d.Close()
 		}
+		c.mu.Unlock()
 		if c.engine != nil {
 			c.engine.Close()
 		}

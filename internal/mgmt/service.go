@@ -22,6 +22,9 @@ type Service struct {
 	store  *meta.Store
 	drives client.Drives
 	log    *slog.Logger
+	// OnMapChange, if set before the service is used, is called with each
+	// new map after it is stored (an embedded cluster opens new drives).
+	OnMapChange func(m *clustermap.Map) error
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +107,11 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 		s.mu.m, s.mu.version = next, nv
 		s.mu.Unlock()
 		s.log.Info("cluster map updated", "epoch", next.Epoch)
+		if s.OnMapChange != nil {
+			if err := s.OnMapChange(next.Clone()); err != nil {
+				return nil, fmt.Errorf("mgmt: apply map epoch %d: %w", next.Epoch, err)
+			}
+		}
 		return next.Clone(), nil
 	}
 	return nil, fmt.Errorf("mgmt: cluster map update lost the race 10 times: %w", meta.ErrConflict)
@@ -111,6 +119,7 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 
 // Register exposes the service on an RPC server.
 func (s *Service) Register(r *rpc.Server) {
+	s.registerPools(r)
 	r.Handle("mgmt.Map", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		m, err := s.Map(ctx)
 		if err != nil {
