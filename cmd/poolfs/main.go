@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"

@@ -24,7 +24,11 @@ func benchEngine(b *testing.B) *sqlite.Engine {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { e.Close() })
+	b.Cleanup(func() {
+		st := e.Stats()
+		b.ReportMetric(float64(st.Updates)/float64(max(st.Batches, 1)), "updates/batch")
+		e.Close()
+	})
 	return e
 }
 

@@ -3,15 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3"
 
 	"poolfs/internal/meta"
 )
@@ -26,10 +27,14 @@ const scanChunk = 256
 // Engine is a meta.Engine on one SQLite database file.
 type Engine struct {
 	wdb, rdb *sql.DB
+	ckdb     *sql.DB // checkpoints; nil until Open has made it
 	reqs     chan *request
 	quit     chan struct{}
-	done     chan struct{}
+	done     chan struct{} // closed when the committer exits
+	ckdone   chan struct{} // closed when the checkpointer exits
 	close    sync.Once
+
+	batches, updates atomic.Uint64 // group-commit statistics
 
 	r stmts // prepared on rdb
 	w stmts // prepared on wdb
@@ -86,10 +91,14 @@ func Open(path string) (*Engine, error) {
 	q.Set("_synchronous", "FULL")
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
-	wdb, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
+	// The writer never checkpoints (that would put a database fsync in
+	// the commit path); the checkpointer goroutine does, on its own
+	// connection.
+	wdb := sql.OpenDB(connector{dsn: "file:" + path + "?" + q.Encode(), d: &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(`PRAGMA wal_autocheckpoint = 0`, nil)
+			return err
+		}}})
 	wdb.SetMaxOpenConns(1)
 	wdb.SetMaxIdleConns(1)
 	wdb.SetConnMaxLifetime(0)
@@ -106,19 +115,23 @@ func Open(path string) (*Engine, error) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	n := max(4, 2*runtime.GOMAXPROCS(0))
-	if v, _ := strconv.Atoi(os.Getenv("XREADERS")); v > 0 {
-		n = v
-	}
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
 	rdb.SetConnMaxLifetime(0)
 	e := &Engine{wdb: wdb, rdb: rdb, reqs: make(chan *request, maxBatch),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{}), done: make(chan struct{}), ckdone: make(chan struct{})}
+	q.Del("_query_only")
+	if e.ckdb, err = sql.Open("sqlite3", "file:"+path+"?"+q.Encode()); err != nil {
+		e.closeDBs()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	e.ckdb.SetMaxOpenConns(1)
 	if err = errors.Join(e.r.prepare(rdb, false), e.w.prepare(wdb, true)); err != nil {
 		e.closeDBs()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	go e.committer()
+	go e.checkpointer()
 	return e, nil
 }
 
@@ -131,13 +144,60 @@ func (e *Engine) Close() error {
 	e.close.Do(func() {
 		close(e.quit)
 		<-e.done
+		<-e.ckdone
 		err = e.closeDBs()
 	})
 	return err
 }
 
 func (e *Engine) closeDBs() error {
-	return errors.Join(e.rdb.Close(), e.wdb.Close())
+	err := errors.Join(e.rdb.Close(), e.wdb.Close())
+	if e.ckdb != nil {
+		err = errors.Join(err, e.ckdb.Close())
+	}
+	return err
+}
+
+// connector opens connections with d, for a ConnectHook.
+type connector struct {
+	dsn string
+	d   *sqlite3.SQLiteDriver
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.d }
+
+// Checkpoint policy: a passive checkpoint (concurrent with the writer and
+// readers) every checkpointEvery; a restart checkpoint, which waits for
+// the writer, when the WAL has grown beyond walRestartFrames.
+const (
+	checkpointEvery  = 100 * time.Millisecond
+	walRestartFrames = 1 << 16
+)
+
+func (e *Engine) checkpointer() {
+	defer close(e.ckdone)
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.quit:
+			e.checkpoint("TRUNCATE")
+			return
+		case <-t.C:
+			if frames := e.checkpoint("PASSIVE"); frames > walRestartFrames {
+				e.checkpoint("RESTART")
+			}
+		}
+	}
+}
+
+// checkpoint runs one checkpoint and returns the WAL size in frames.
+// Failures are harmless (the next one retries), so they are not reported.
+func (e *Engine) checkpoint(mode string) int {
+	var busy, log, done int
+	_ = e.ckdb.QueryRow(`PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &log, &done)
+	return log
 }
 
 var errClosed = errors.New("sqlite: engine closed")
@@ -208,7 +268,20 @@ func (e *Engine) committer() {
 	}
 }
 
+// Stats are counters of the group commit.
+type Stats struct {
+	Batches uint64 // SQLite transactions committed (one fsync each)
+	Updates uint64 // Update calls run in them
+}
+
+// Stats returns the group-commit counters since Open.
+func (e *Engine) Stats() Stats {
+	return Stats{Batches: e.batches.Load(), Updates: e.updates.Load()}
+}
+
 func (e *Engine) runBatch(batch []*request) {
+	e.batches.Add(1)
+	e.updates.Add(uint64(len(batch)))
 	ctx := context.Background()
 	err := e.commitBatch(ctx, batch)
 	for _, r := range batch {
