@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
 	"errors"
 	"fmt"
 	"os"
@@ -243,5 +246,52 @@ func TestRestartKeepsData(t *testing.T) {
 	_, conn2 := startTest(t, Config{Dir: dir})
 	if got := get(t, conn2, "/persist"); !bytes.Equal(got, data) {
 		t.Fatal("data changed across restart")
+	}
+}
+
+// prng is a fast deterministic byte stream (xorshift), so a 1 GiB file
+// needs no 1 GiB buffer and no slow crypto randomness.
+type prng struct {
+	s    uint64
+	left int64
+}
+
+func (p *prng) Read(b []byte) (int, error) {
+	if p.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(b)) > p.left {
+		b = b[:p.left]
+	}
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		p.s ^= p.s << 13
+		p.s ^= p.s >> 7
+		p.s ^= p.s << 17
+		binary.LittleEndian.PutUint64(b[i:], p.s)
+	}
+	for ; i < len(b); i++ {
+		b[i] = byte(p.s >> (8 * (i % 8)))
+	}
+	p.left -= int64(len(b))
+	return len(b), nil
+}
+
+func TestRoundTrip1GiB(t *testing.T) {
+	_, conn := startTest(t, Config{Drives: 12, DriveSize: 1 << 30})
+	const size = 1 << 30
+	want := sha256.New()
+	io.Copy(want, &prng{s: 42, left: size})
+	ctx := context.Background()
+	if _, err := conn.Client.Put(ctx, "/big", &prng{s: 42, left: size}, client.PutOptions{Size: size}); err != nil {
+		t.Fatal(err)
+	}
+	got := sha256.New()
+	a, err := conn.Client.Get(ctx, "/big", got, client.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Size != size || !bytes.Equal(got.Sum(nil), want.Sum(nil)) {
+		t.Fatalf("1 GiB round trip: size %d, sha256 %x, want %x", a.Size, got.Sum(nil), want.Sum(nil))
 	}
 }

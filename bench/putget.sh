@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# put/get of a large file on a 12-drive pool against the device's limit,
+# measured in the same run with fio (4 MiB blocks, O_DIRECT, same file system),
+# page cache dropped before every read (poolfs and fio alike).
+#
+#   bench/putget.sh [SIZE_GIB=4] [WORKDIR=./bench/out/putget]
+#
+# Needs root (to drop caches) and fio. Prints a Markdown table and writes
+# WORKDIR/result.json.
+set -euo pipefail
+size_gib=${1:-4}
+work=${2:-./bench/out/putget}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin/poolfs"
+(cd "$root" && go build -o "$bin" ./cmd/poolfs)
+command -v fio >/dev/null || { echo "needs fio (scripts/deps.sh bench)"; exit 1; }
+rm -rf "$work"; mkdir -p "$work"; work=$(cd "$work" && pwd)
+size=$((size_gib << 30))
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+fio_bw() { # rw engine depth -> bytes/s
+  fio --name=lim --rw="$1" --bs=4M --size="${size_gib}G" --direct=1 --ioengine="$2" --iodepth="$3" \
+      --filename="$work/fio.dat" --output-format=json 2>/dev/null |
+    python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print(int(j['$1'.replace('rand','')]['bw_bytes']))"
+}
+now() { date +%s.%N; }
+
+echo "fio limits (4 MiB, O_DIRECT, ${size_gib} GiB) ..." >&2
+fio_w1=$(fio_bw write psync 1);   drop; fio_r1=$(fio_bw read psync 1)
+fio_w16=$(fio_bw write libaio 16); drop; fio_r16=$(fio_bw read libaio 16)
+
+echo "poolfs up (12 drives, 8+2, 1 MiB unit) ..." >&2
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 &
+up=$!
+trap 'kill $up 2>/dev/null; wait $up 2>/dev/null; rm -rf "$work/cluster" "$work/fio.dat"' EXIT
+for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
+cat "$work/fio.dat" >/dev/null   # the source comes from the page cache
+t0=$(now); "$bin" put -q -c "$work/cluster" "$work/fio.dat" /big; t1=$(now)
+drop
+t2=$(now); "$bin" get -q -c "$work/cluster" /big - >/dev/null; t3=$(now)
+
+python3 - "$size" "$fio_w1" "$fio_r1" "$fio_w16" "$fio_r16" "$t0" "$t1" "$t2" "$t3" "$work/result.json" <<'PY'
+import json, sys
+size, w1, r1, w16, r16 = (int(x) for x in sys.argv[1:6])
+t0, t1, t2, t3 = (float(x) for x in sys.argv[6:10])
+put, get = size / (t1 - t0), size / (t3 - t2)
+wl, rl = max(w1, w16), max(r1, r16)
+res = dict(size=size, fio_write_qd1=w1, fio_read_qd1=r1, fio_write_qd16=w16, fio_read_qd16=r16,
+           put=put, get=get, put_ratio=put / wl, get_ratio=get / rl)
+json.dump(res, open(sys.argv[10], "w"), indent=2)
+mb = lambda b: "%.0f MB/s" % (b / 1e6)
+print("| measure | throughput | ratio to the device limit |")
+print("|---|---|---|")
+print("| fio write 4 MiB O_DIRECT, QD1 / QD16 | %s / %s | limit = %s |" % (mb(w1), mb(w16), mb(wl)))
+print("| fio read 4 MiB O_DIRECT, QD1 / QD16 | %s / %s | limit = %s |" % (mb(r1), mb(r16), mb(rl)))
+print("| poolfs put (user bytes; 8+2 writes 1.25x) | %s | %.0f%% (target 55%%, ceiling 80%%) |" % (mb(put), 100 * put / wl))
+print("| poolfs get (caches dropped) | %s | %.0f%% (target 80%%) |" % (mb(get), 100 * get / rl))
+PY
