@@ -69,11 +69,12 @@ type Options struct {
 
 // Client is the data path. It is safe for concurrent use.
 type Client struct {
-	meta   Meta
-	maps   MapSource
-	drives Drives
-	opts   Options
-	log    *slog.Logger
+	meta    Meta
+	maps    MapSource
+	drives  Drives
+	opts    Options
+	log     *slog.Logger
+	headers *headerCache
 
 	mu struct {
 		sync.Mutex
@@ -91,7 +92,7 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger}
+	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192)}
 	c.mu.codecs = map[[2]int]*erasure.Codec{}
 	return c
 }

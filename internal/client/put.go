@@ -144,7 +144,7 @@ func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name
 			defer wg.Done()
 			defer func() { <-sem }()
 			defer pool.put(b)
-			rec, err := c.writeStripe(ctx, lay, f.Ino, stripe, b, l)
+			rec, err := c.writeStripe(ctx, lay, f.Ino, stripe, 0, b, l)
 			if err != nil {
 				fail(err)
 				return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/erasure"
@@ -13,16 +14,20 @@ import (
 	"poolfs/internal/placement"
 )
 
-// newGen returns a fresh generation number. Generations only need to be
-// unique per (file, stripe), never ordered: the metadata store's
-// compare-and-set decides which one is current. 63 random bits make a
-// collision between two writers of one stripe practically impossible.
-func newGen() uint64 {
-	for {
-		if g := rand.Uint64() >> 1; g != 0 {
-			return g
-		}
+// genEpoch is the origin of generation timestamps.
+var genEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newGen returns a fresh generation number greater than after. The high 38
+// bits count sixteenths of a second since 2020 (so generations grow with
+// time, which makes them readable), the low 25 bits are random, so two
+// writers racing on one stripe practically never pick the same generation
+// (and the metadata store's compare-and-set decides which one wins).
+func newGen(after uint64) uint64 {
+	t := uint64(time.Since(genEpoch) / (time.Second / 16))
+	if base := after>>25 + 1; t < base {
+		t = base
 	}
+	return (t<<25 | rand.Uint64()&(1<<25-1)) &^ (1 << 63)
 }
 
 // writeStripe encodes a stripe whose l user bytes are already in b's data
@@ -30,7 +35,7 @@ func newGen() uint64 {
 // drives of its placement group, and returns the record to commit. It does
 // not commit. On error, fragments already written are deleted (best effort;
 // the collector removes what is left).
-func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe uint64, b *stripeBuf, l int) (meta.StripeRec, error) {
+func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, l int) (meta.StripeRec, error) {
 	cd, err := c.codec(lay.K, lay.M)
 	if err != nil {
 		return meta.StripeRec{}, err
@@ -50,7 +55,7 @@ func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino,
 		return meta.StripeRec{}, fmt.Errorf("client: PG %d of pool %d has %d drives, layout needs %d+%d",
 			pg, lay.Pool, len(set), lay.K, lay.M)
 	}
-	rec := meta.StripeRec{Stripe: stripe, Gen: newGen(), PG: pg, Len: uint32(l), ShardSize: uint32(s),
+	rec := meta.StripeRec{Stripe: stripe, Gen: newGen(oldGen), PG: pg, Len: uint32(l), ShardSize: uint32(s),
 		Drives: make([]uint32, len(set))}
 	for i, d := range set {
 		rec.Drives[i] = uint32(d)

@@ -1,0 +1,385 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"poolfs/internal/meta"
+)
+
+// File is an open file for random-access I/O, as the FUSE mount uses it.
+//
+// Consistency is close-to-open: the attributes and stripe map are read at
+// Open; writes are buffered per stripe and become visible to others (and
+// durable) at Flush, which writes each dirty stripe as a new generation
+// (reading and merging the committed one when the handle wrote only part of
+// it) and commits them with compare-and-set. When another writer committed a
+// stripe first (writers of disjoint ranges of one shared file, IOR's N-to-1
+// pattern), Flush re-reads that stripe, re-applies this handle's ranges and
+// tries again, so no writer's bytes are lost.
+//
+// A File is safe for concurrent use; operations on one handle are serialised.
+type File struct {
+	c    *Client
+	name string
+
+	mu struct {
+		sync.Mutex
+		attr  meta.Attr
+		size  int64                   // size including unflushed writes
+		dirty map[uint64]*dirtyStripe // stripe number -> buffered writes
+		cache *stripeCache            // committed stripes read whole (sequential reads)
+		next  int64                   // offset after the last read, for sequential detection
+		seqs  int                     // consecutive sequential reads
+	}
+}
+
+// dirtyStripe holds the bytes a handle wrote into one stripe and where.
+type dirtyStripe struct {
+	buf   []byte // stripe-relative; grows to the highest byte written
+	spans []span // written ranges, sorted, merged
+}
+
+type span struct{ a, b int }
+
+// maxDirty is the number of dirty stripes a handle buffers before it
+// writes the complete ones back (or all of them).
+const maxDirtyFactor = 2
+
+// Open returns a handle on file ino (name is used in errors).
+func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, error) {
+	a, err := c.meta.Getattr(ctx, ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Type != meta.TypeFile {
+		return nil, fmt.Errorf("open %s: %w", name, meta.ErrIsDir)
+	}
+	if a.Layout.K < 1 || a.Layout.Unit == 0 {
+		return nil, fmt.Errorf("%w: file %s has no layout", meta.ErrInvalid, name)
+	}
+	f := &File{c: c, name: name}
+	f.mu.attr = a
+	f.mu.size = int64(a.Size)
+	f.mu.dirty = map[uint64]*dirtyStripe{}
+	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
+	return f, nil
+}
+
+// Attr returns the attributes as this handle sees them (size includes
+// unflushed writes).
+func (f *File) Attr() meta.Attr {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a := f.mu.attr
+	a.Size = uint64(f.mu.size)
+	return a
+}
+
+func (f *File) stripeBytes() int64 { return StripeBytes(f.mu.attr.Layout) }
+
+// WriteAt buffers p at off. Errors from writing back earlier stripes are
+// returned here or at Flush.
+func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb := f.stripeBytes()
+	for done := 0; done < len(p); {
+		pos := off + int64(done)
+		s := uint64(pos / sb)
+		in := int(pos % sb)
+		n := min(len(p)-done, int(sb)-in)
+		d := f.mu.dirty[s]
+		if d == nil {
+			d = &dirtyStripe{}
+			f.mu.dirty[s] = d
+		}
+		d.write(in, p[done:done+n])
+		f.mu.cache.drop(s)
+		done += n
+	}
+	if end := off + int64(len(p)); end > f.mu.size {
+		f.mu.size = end
+	}
+	if len(f.mu.dirty) > maxDirtyFactor*f.c.opts.StripesInFlight {
+		if err := f.writebackLocked(ctx, true); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (d *dirtyStripe) write(at int, p []byte) {
+	if end := at + len(p); end > len(d.buf) {
+		if end <= cap(d.buf) {
+			d.buf = d.buf[:end]
+		} else {
+			nb := make([]byte, end, max(end, 2*cap(d.buf)))
+			copy(nb, d.buf)
+			d.buf = nb
+		}
+	}
+	copy(d.buf[at:], p)
+	d.spans = addSpan(d.spans, span{at, at + len(p)})
+}
+
+// addSpan inserts s into sorted, merged spans.
+func addSpan(spans []span, s span) []span {
+	out := spans[:0:0]
+	for _, x := range spans {
+		if x.b < s.a || x.a > s.b {
+			out = append(out, x)
+			continue
+		}
+		s = span{min(s.a, x.a), max(s.b, x.b)}
+	}
+	out = append(out, s)
+	sort.Slice(out, func(i, j int) bool { return out[i].a < out[j].a })
+	return out
+}
+
+// covers reports whether the spans cover [0, n).
+func (d *dirtyStripe) covers(n int) bool {
+	return len(d.spans) == 1 && d.spans[0].a == 0 && d.spans[0].b >= n
+}
+
+// Flush writes back every buffered write and commits it: when it returns
+// nil the data is durable and visible to handles opened afterwards.
+func (f *File) Flush(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writebackLocked(ctx, false)
+}
+
+// writebackLocked writes dirty stripes back. With completeOnly, only
+// stripes the handle wrote entirely (sequential writers) unless there are
+// none, in which case everything.
+func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
+	if len(f.mu.dirty) == 0 {
+		return nil
+	}
+	sb := int(f.stripeBytes())
+	var todo []uint64
+	for s, d := range f.mu.dirty {
+		if !completeOnly || d.covers(sb) {
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		for s := range f.mu.dirty {
+			todo = append(todo, s)
+		}
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
+	for attempt := 0; ; attempt++ {
+		conflicts, err := f.writeStripesLocked(ctx, todo, false)
+		if err == nil {
+			for _, s := range todo {
+				delete(f.mu.dirty, s)
+			}
+			return nil
+		}
+		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
+			return err
+		}
+		// Another writer committed some of these stripes first: merge
+		// again on top of theirs.
+		_ = conflicts
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+}
+
+// writeStripesLocked writes the given dirty stripes as new generations
+// (merging the committed ones where the handle wrote only part) and commits
+// them in one transaction.
+//
+// The stripe's new length is as far as the handle's view of the file
+// reaches into it, or the committed length if that is longer (another
+// writer extended the file), unless cut is set (truncation).
+func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) ([]uint64, error) {
+	lay := f.mu.attr.Layout
+	sb := f.stripeBytes()
+	ino := f.mu.attr.Ino
+	recs, err := f.c.meta.Stripes(ctx, ino, todo[0], todo[len(todo)-1])
+	if err != nil {
+		return nil, err
+	}
+	cur := make(map[uint64]meta.StripeRec, len(recs))
+	for _, r := range recs {
+		cur[r.Stripe] = r
+	}
+	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
+	commits := make([]meta.StripeCommit, len(todo))
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, f.c.opts.StripesInFlight)
+	var wg sync.WaitGroup
+	for i, s := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, s uint64) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			old, had := cur[s]
+			d := f.mu.dirty[s]
+			// The stripe's length: as far as the file reaches into it.
+			l := int(min(sb, f.mu.size-int64(s)*sb))
+			if had && !cut {
+				// Never cut what another writer committed beyond our view.
+				l = max(l, int(old.Len))
+			}
+			b := pool.get()
+			defer pool.put(b)
+			if had && !d.covers(l) {
+				shards, err := f.c.readStripe(ctx, lay, ino, old, b, f.name)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				// Move the committed bytes into full-unit layout, then lay
+				// this handle's ranges over them.
+				flat := make([]byte, l)
+				joinInto(flat, shards, int(old.Len))
+				for _, sp := range d.spans {
+					copy(flat[sp.a:min(sp.b, l)], d.buf[sp.a:min(sp.b, l)])
+				}
+				fillShards(b, flat, lay.K, int(lay.Unit))
+			} else {
+				flat := make([]byte, l)
+				for _, sp := range d.spans {
+					copy(flat[sp.a:min(sp.b, l)], d.buf[sp.a:min(sp.b, l)])
+				}
+				fillShards(b, flat, lay.K, int(lay.Unit))
+			}
+			rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			commits[i] = meta.StripeCommit{Rec: rec, OldGen: old.Gen}
+		}(i, s)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		f.discard(ctx, commits)
+		return nil, fmt.Errorf("write %s: %w", f.name, err)
+	}
+	if err := f.commitLocked(ctx, commits); err != nil {
+		f.discard(ctx, commits)
+		return nil, err
+	}
+	for _, s := range todo {
+		f.mu.cache.drop(s)
+	}
+	return nil, nil
+}
+
+// commitLocked commits stripe generations and the handle's size.
+func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit) error {
+	a, err := f.c.meta.CommitStripes(ctx, f.mu.attr.Ino, commits, uint64(f.mu.size), time.Now().UnixNano())
+	if err != nil {
+		if errors.Is(err, meta.ErrPoolFull) {
+			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
+		}
+		return fmt.Errorf("commit %s: %w", f.name, err)
+	}
+	f.mu.attr = a
+	if int64(a.Size) > f.mu.size {
+		f.mu.size = int64(a.Size)
+	}
+	return nil
+}
+
+// discard deletes the fragments of generations that were not committed.
+func (f *File) discard(ctx context.Context, commits []meta.StripeCommit) {
+	m, err := f.c.Map(ctx)
+	if err != nil {
+		return
+	}
+	for _, cm := range commits {
+		if cm.Rec.Gen != 0 {
+			f.c.deleteFragments(m, f.mu.attr.Ino, cm.Rec, make([]error, len(cm.Rec.Drives)))
+		}
+	}
+}
+
+// joinInto copies the first l user bytes of data shards into dst.
+func joinInto(dst []byte, shards [][]byte, l int) {
+	off := 0
+	for _, sh := range shards {
+		if off >= l || off >= len(dst) {
+			return
+		}
+		n := copy(dst[off:min(l, len(dst))], sh)
+		off += n
+	}
+}
+
+// fillShards lays user bytes out in b's data shards for the full-unit
+// layout (writeStripe re-lays them out for a short stripe), zeroing the
+// rest.
+func fillShards(b *stripeBuf, flat []byte, k, unit int) {
+	for i := 0; i < k; i++ {
+		sh := b.shard(i, unit)
+		lo := i * unit
+		n := 0
+		if lo < len(flat) {
+			n = copy(sh, flat[lo:])
+		}
+		clear(sh[n:])
+	}
+}
+
+// Truncate sets the file's size. Shrinking rewrites the stripe the new end
+// falls in, so bytes beyond it can never reappear.
+func (f *File) Truncate(ctx context.Context, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("%w: negative size", meta.ErrInvalid)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.writebackLocked(ctx, false); err != nil {
+		return err
+	}
+	sb := f.stripeBytes()
+	if size < f.mu.size && size%sb != 0 {
+		// Rewrite the partial last stripe with only its first bytes.
+		s := uint64(size / sb)
+		d := &dirtyStripe{}
+		f.mu.dirty[s] = d
+		keep := int(size % sb)
+		buf := make([]byte, keep)
+		n, err := f.readLocked(ctx, buf, int64(s)*sb)
+		if err != nil && err != io.EOF {
+			delete(f.mu.dirty, s)
+			return err
+		}
+		d.write(0, buf[:n])
+		if n < keep {
+			d.write(n, make([]byte, keep-n))
+		}
+		saved := f.mu.size
+		f.mu.size = size
+		_, err = f.writeStripesLocked(ctx, []uint64{s}, true)
+		delete(f.mu.dirty, s)
+		if err != nil {
+			f.mu.size = saved
+			return err
+		}
+	}
+	a, err := f.c.meta.Setattr(ctx, f.mu.attr.Ino, meta.SetAttr{Valid: meta.SetSize, Size: uint64(size)})
+	if err != nil {
+		return err
+	}
+	f.mu.attr = a
+	f.mu.size = size
+	f.mu.cache.clear()
+	return nil
+}
