@@ -29,6 +29,7 @@ func TestFailureDomains(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			tc.pool.PGs = 4096 // placement rules hold per PG; TestBalance covers balance with domains
 			pl, err := tc.pool.Placer()
 			if err != nil {
 				t.Fatal(err)
@@ -36,11 +37,7 @@ func TestFailureDomains(t *testing.T) {
 			if got := pl.EnforcedLevels(); !slices.Equal(got, tc.enforced) {
 				t.Fatalf("EnforcedLevels() = %v, want %v", got, tc.enforced)
 			}
-			m := pl.Map()
-			checkMap(t, tc.pool, m)
-			if lo, hi := shareRange(m); lo < 0.9 || hi > 1.1 { // DefaultPGs, symmetric topology
-				t.Errorf("share/weight share in [%.3f, %.3f], want ±10%%", lo, hi)
-			}
+			checkMap(t, tc.pool, pl.Map())
 		})
 	}
 }

@@ -131,16 +131,48 @@ func (m *PGMap) PGsOf(d DriveID) []uint32 {
 // DriveLoad returns the number of fragment slots (PG memberships) of every
 // drive of the pool, zero included.
 func (m *PGMap) DriveLoad() map[DriveID]int {
-	load := make(map[DriveID]int, len(m.Pool.Drives))
-	for _, d := range m.Pool.Drives {
-		load[d.ID] = 0
+	loads := m.loads()
+	out := make(map[DriveID]int, len(loads))
+	for i, d := range m.Pool.Drives {
+		out[d.ID] = loads[i]
+	}
+	return out
+}
+
+// loads returns the slot count of each drive of m.Pool.Drives (ID order).
+func (m *PGMap) loads() []int {
+	ds := m.Pool.Drives
+	loads := make([]int, len(ds))
+	if len(ds) == 0 {
+		return loads
+	}
+	if maxID := ds[len(ds)-1].ID; int64(maxID) <= 4*int64(len(ds))+1024 {
+		// Dense IDs (the usual case): count by ID without hashing.
+		byID := make([]int, int(maxID)+1)
+		for _, set := range m.Sets {
+			for _, d := range set {
+				if int64(d) < int64(len(byID)) {
+					byID[d]++
+				}
+			}
+		}
+		for i, d := range ds {
+			loads[i] = byID[d.ID]
+		}
+		return loads
+	}
+	index := make(map[DriveID]int, len(ds))
+	for i, d := range ds {
+		index[d.ID] = i
 	}
 	for _, set := range m.Sets {
 		for _, d := range set {
-			load[d]++
+			if i, ok := index[d]; ok {
+				loads[i]++
+			}
 		}
 	}
-	return load
+	return loads
 }
 
 // Shares returns, for every in-placement drive, its share of the fragment
@@ -148,18 +180,18 @@ func (m *PGMap) DriveLoad() map[DriveID]int {
 // 1 is a perfectly balanced drive, 1.1 one that holds 10% more than its
 // weight asks. Spares and unused drives of a grouped pool count with 0.
 func (m *PGMap) Shares() map[DriveID]float64 {
-	load := m.DriveLoad()
+	loads := m.loads()
 	var slots, weight float64
-	for _, d := range m.Pool.Drives {
+	for i, d := range m.Pool.Drives {
 		if !d.Out {
-			slots += float64(load[d.ID])
+			slots += float64(loads[i])
 			weight += d.Weight
 		}
 	}
 	out := make(map[DriveID]float64)
-	for _, d := range m.Pool.Drives {
+	for i, d := range m.Pool.Drives {
 		if !d.Out && slots > 0 {
-			out[d.ID] = (float64(load[d.ID]) / slots) / (d.Weight / weight)
+			out[d.ID] = (float64(loads[i]) / slots) / (d.Weight / weight)
 		}
 	}
 	return out

@@ -136,7 +136,7 @@ func (pl *Placer) draw(base uint64, i int) ranked {
 // accepted drives, and the result is the acceptance order.
 //
 // Only the head of the ranking is usually needed, so the first pass keeps
-// the top 2*width draws in order (one comparison per drive for most drives)
+// the top 1.5*width+2 draws in order (one comparison per drive for most drives)
 // and walks them; only if they do not yield width drives is the full
 // ranking sorted and walked, relaxing levels if even that fails.
 //
@@ -144,21 +144,28 @@ func (pl *Placer) draw(base uint64, i int) ranked {
 func (pl *Placer) straw2(pg uint32, out []DriveID, scratch []ranked) ([]DriveID, error) {
 	base := pgSeed(pl.pool.ID, pg)
 	n := len(pl.cands)
-	t := min(n, 2*pl.width)
+	t := min(n, pl.width+pl.width/2+2)
 	top := scratch[:0]
 	for i := range n {
 		r := pl.draw(base, i)
-		if len(top) == t {
-			if !before(r, top[t-1]) {
-				continue
+		if len(top) == t && !before(r, top[t-1]) {
+			continue
+		}
+		// Binary search for r's place in top, then shift the tail by one.
+		lo, hi := 0, len(top)
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if before(top[mid], r) {
+				lo = mid + 1
+			} else {
+				hi = mid
 			}
-			top[t-1] = r
-		} else {
+		}
+		if len(top) < t {
 			top = append(top, r)
 		}
-		for j := len(top) - 1; j > 0 && before(top[j], top[j-1]); j-- {
-			top[j], top[j-1] = top[j-1], top[j]
-		}
+		copy(top[lo+1:], top[lo:len(top)-1])
+		top[lo] = r
 	}
 	if res, ok := pl.walk(top, pl.enforced, out); ok {
 		return res, nil
