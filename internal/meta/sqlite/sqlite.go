@@ -310,7 +310,7 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 			return fmt.Errorf("sqlite savepoint: %w", err)
 		}
 		t.ctx = r.ctx
-		r.err, r.panic = run(r.fn, t)
+		r.panic, r.err = run(r.fn, t)
 		t.ctx = ctx
 		if r.err != nil || r.panic != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO u`); err != nil {
@@ -330,13 +330,13 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 }
 
 // run calls fn, turning a panic into a value the caller re-panics with.
-func run(fn func(meta.Tx) error, t *txn) (err error, p any) {
+func run(fn func(meta.Tx) error, t *txn) (p any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p = v
 		}
 	}()
-	return fn(t), nil
+	return nil, fn(t)
 }
 
 // txn is a meta.Tx on a database/sql transaction.

@@ -1,0 +1,96 @@
+// Package meta is the metadata layer of poolfs: the POSIX namespace
+// (inodes, directory entries, link counts, rename) and the stripe map
+// (which generation of each stripe of each file is committed, on which
+// drives), written once over a small transactional key-value Engine.
+//
+// # The Engine contract
+//
+// An Engine (engine.go) offers Update and View transactions over opaque
+// byte keys ordered bytewise, with Get, Put, Delete and a bounded,
+// limited Scan. Transactions are serializable; Update may run its function
+// more than once after a conflict, so the function has no side effects
+// outside the transaction. The SQLite engine (package sqlite) group-commits
+// concurrent Updates into one durable transaction; the PostgreSQL engine
+// (package postgres) runs SERIALIZABLE and retries serialization failures.
+// Any engine passes package metatest, which every engine's test runs.
+//
+// # Tutorial
+//
+//	e, _ := sqlite.Open("meta.db")
+//	s := meta.New(e, meta.Options{})
+//	s.Init(ctx, meta.Layout{Pool: 0, K: 8, M: 2, Unit: 1 << 20}) // root, idempotent
+//	d, _ := s.Create(ctx, meta.RootIno, "data", meta.TypeDir, 0755, uid, gid, 0, "")
+//	f, _ := s.Create(ctx, d.Ino, "f", meta.TypeFile, 0644, uid, gid, 0, "")
+//	// The client writes the fragments of stripe 0, generation 1, then:
+//	_, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: rec, OldGen: 0}}, size, mtime)
+//	// errors.Is(err, meta.ErrConflict): someone committed first; re-read
+//	// the stripe (Stripes), re-apply the write to it, commit again.
+//
+// Every Store method is one transaction: it is atomic, and on a shared
+// engine several metadata servers can run the same Store code at once.
+//
+// # Key schema
+//
+// One prefix byte per record kind; integers are big-endian so that scans
+// return them in numeric order (keys.go):
+//
+//	c <name>                      counters: "ino" next unreserved inode,
+//	                              "gc" next GC sequence, "event" last event,
+//	                              "n"+shard signed inode count (16 shards)
+//	i <ino:8>                     inode: attributes, layout, dir parent
+//	d <parent:8> <name>           dirent: child ino, type (Readdir is a scan)
+//	s <ino:8> <stripe:8>          stripe: gen, PG, len, shard size, pool, drives
+//	p <pool:4> <pg:4> <ino:8> <stripe:8> <gen:8>
+//	                              PG index (empty value): what a PG holds
+//	g <seq:8>                     GC queue item
+//	o <ino:8>                     open count, only while > 0
+//	u <pool:4> <shard:1>          signed raw bytes used in pool (16 shards)
+//	l <pool:4>                    pool limit in raw bytes (absent: none)
+//	b <name>                      blob: version:8, data
+//	e <seq:8>                     event
+//
+// Values use a versioned compact binary encoding (codec.go) whose
+// decoders are fuzzed.
+//
+// # How a stripe commit works
+//
+// Stripes are copy-on-write. A writer reads stripe s at generation g (0 if
+// absent), writes the fragments of a new generation g' > g, and then calls
+// CommitStripes with {Rec: new record, OldGen: g}. In one transaction the
+// Store checks every stripe's current generation against OldGen (any
+// mismatch: *ConflictError, nothing changed); checks the pool limit
+// (ErrPoolFull, nothing changed); then, per stripe, queues the old
+// generation's fragments for GC, moves the PG index entry from the old
+// generation to the new one, writes the record, and adjusts the pool
+// usage by the difference in raw bytes (ShardSize x drives); finally it
+// raises the file size to newSize and sets mtime/ctime. A crash leaves
+// either the old or the new generation committed, never a mix; fragments
+// of a generation that never committed are found by fragment GC with
+// Committed. Truncate and unlink queue the stripes they drop in the same
+// way, and ReplaceStripeDrives moves fragments of a committed generation
+// (rebuild) with a compare-and-set on its generation.
+//
+// # Invariants
+//
+//   - Every dirent names an existing inode; an inode with nlink > 0 has
+//     exactly nlink dirents (directories: 2 + subdirectories); an inode
+//     with nlink 0 exists only while open (see Open) and has no dirent.
+//   - A directory's Parent is the directory holding its dirent; following
+//     Parent from any directory reaches RootIno (rename refuses to move a
+//     directory below itself).
+//   - For every stripe record (ino, s, gen, pool, pg) there is exactly one
+//     PG index key (pool, pg, ino, s, gen), and no other.
+//   - Pool usage is the sum of ShardSize x len(Drives) over the committed
+//     stripe records of the pool.
+//   - Every generation that was committed and is no longer reachable has a
+//     GC queue item, written in the transaction that unlinked it.
+//   - Inode numbers and GC sequence numbers are never reused. They come
+//     from blocks of 1024 reserved in a counter inside the transaction that
+//     first needs them, so concurrent transactions rarely touch the counter.
+//
+// # Errors
+//
+// Methods return sentinel errors (ErrNotFound, ErrExist, ...) wrapped with
+// context; names and other input come from the network and are validated
+// (ErrInvalid, ErrNameTooLong) before any transaction starts.
+package meta
