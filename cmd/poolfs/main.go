@@ -72,7 +72,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(upCmd(g))
 	root.AddCommand(fileCmds(g)...)
-	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g))
+	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g), metaCmd(g))
 	return root
 }
 

@@ -73,6 +73,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cfg.Meta, "meta", "", "metadata store: empty for embedded SQLite, or postgres://user@host/db")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9401", "RPC address (port 0 picks a free one)")
 	f.IntVar(&cfg.Drives, "drives", 12, "number of emulated drives")
 	f.StringVar(&cfg.Scheme, "scheme", "8+2", "erasure scheme K+M of the pool")

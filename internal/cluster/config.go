@@ -16,7 +16,10 @@ const NoPreservation = -1
 // Config is what `poolfs up` starts. Pool settings apply when the cluster
 // is created; a restart on the same directory keeps the stored map.
 type Config struct {
-	Dir    string // cluster directory (default ./poolfs-data)
+	Dir string // cluster directory (default ./poolfs-data)
+	// Meta is the metadata store: "" for embedded SQLite in Dir/meta.db, or
+	// a postgres:// URL (shared by any number of metadata servers).
+	Meta   string
 	Listen string // RPC address (default 127.0.0.1:9401; port 0 picks one)
 
 	Drives    int    // emulated drives (default 12)

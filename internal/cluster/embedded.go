@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
+	"poolfs/internal/meta/postgres"
 	"poolfs/internal/meta/sqlite"
 	"poolfs/internal/metarpc"
 	"poolfs/internal/mgmt"
@@ -67,6 +69,26 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// OpenEngine opens the metadata engine: SQLite in dir/meta.db when url is
+// empty, else PostgreSQL at url.
+func OpenEngine(ctx context.Context, dir, url string) (meta.Engine, error) {
+	if url == "" {
+		eng, err := sqlite.Open(filepath.Join(dir, "meta.db"))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: open metadata store: %w", err)
+		}
+		return eng, nil
+	}
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		return nil, fmt.Errorf("cluster: metadata store %q: want a postgres:// URL (or nothing for SQLite)", url)
+	}
+	eng, err := postgres.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open PostgreSQL metadata store: %w", err)
+	}
+	return eng, nil
+}
+
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -85,9 +107,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	eng, err := sqlite.Open(filepath.Join(cfg.Dir, "meta.db"))
+	eng, err := OpenEngine(ctx, cfg.Dir, cfg.Meta)
 	if err != nil {
-		return fmt.Errorf("cluster: open metadata store: %w", err)
+		return err
 	}
 	c.engine = eng
 	c.Store = meta.New(eng, meta.Options{Logger: c.log})

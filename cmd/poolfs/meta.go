@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/cluster"
+	"poolfs/internal/meta"
+	"poolfs/internal/metarpc"
+	"poolfs/internal/rpc"
+)
+
+// metaCmd runs a stand-alone, stateless metadata server over a shared
+// PostgreSQL store. Any number of them may serve one store.
+func metaCmd(g *globals) *cobra.Command {
+	var db, listen string
+	cmd := &cobra.Command{
+		Use:   "meta",
+		Short: "Run a stand-alone metadata server over a shared PostgreSQL store",
+		Long: `Run a stateless metadata server. It authenticates clients with the cluster
+secret of -c DIR and serves the namespace and stripe map kept in --db.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, secret, err := cluster.ReadInfo(g.dir)
+			if err != nil {
+				return err
+			}
+			eng, err := cluster.OpenEngine(cmd.Context(), g.dir, db)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			srv := rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()})
+			metarpc.Register(srv, meta.New(eng, meta.Options{Logger: log}))
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("poolfs meta: serving %s on %s\n", eng.Dialect().Name, ln.Addr())
+			go func() {
+				<-cmd.Context().Done()
+				srv.Close()
+			}()
+			return srv.Serve(ln)
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", "postgres:// URL of the shared metadata store (required)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9402", "RPC address")
+	_ = cmd.MarkFlagRequired("db")
+	return cmd
+}
