@@ -27,6 +27,7 @@ type Namespace interface {
 	Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error)
 	Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Attr, error)
 	Create(ctx context.Context, parent meta.Ino, name string, typ meta.FileType, mode, uid, gid, rdev uint32, target string) (meta.Attr, error)
+	Link(ctx context.Context, ino, newParent meta.Ino, newName string) (meta.Attr, error)
 	Unlink(ctx context.Context, parent meta.Ino, name string) error
 	Rmdir(ctx context.Context, parent meta.Ino, name string) error
 	Rename(ctx context.Context, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags meta.RenameFlags) error
@@ -47,6 +48,8 @@ type Stripes interface {
 type Meta interface {
 	Namespace
 	Stripes
+	OpenFiles // namespace_ext.go
+	Xattrs    // namespace_ext.go
 }
 
 // MapSource returns the current cluster map.
@@ -62,7 +65,7 @@ type Drives interface {
 // Options tune the data path.
 type Options struct {
 	// StripesInFlight bounds the stripes being written or read ahead at
-	// once per file (default 4).
+	// once per file (default 8: 8 × (k+m) fragments in flight).
 	StripesInFlight int
 	Logger          *slog.Logger
 }
@@ -87,7 +90,7 @@ type Client struct {
 // New returns a client.
 func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.StripesInFlight <= 0 {
-		opts.StripesInFlight = 4
+		opts.StripesInFlight = 8
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

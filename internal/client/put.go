@@ -86,8 +86,10 @@ func (c *Client) checkSpace(ctx context.Context, lay meta.Layout, size int64) er
 }
 
 // writeStream writes r into the new, empty file f stripe by stripe,
-// several stripes in flight, committing each when its fragments are
-// durable. It returns the bytes written.
+// several stripes in flight. A stripe's buffers are free again as soon as
+// its fragments are durable; a committer batches the finished stripes into
+// few metadata transactions, so commit latency never holds a stripe slot.
+// It returns the bytes written.
 func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name string, progress func(int64)) (int64, error) {
 	lay := f.Layout
 	if lay.K < 1 || lay.Unit == 0 {
@@ -97,11 +99,11 @@ func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name
 	defer cancel()
 	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
 	sem := make(chan struct{}, c.opts.StripesInFlight)
+	done := make(chan written, c.opts.StripesInFlight)
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
 		firstErr error
-		done     int64
 	)
 	fail := func(err error) {
 		errMu.Lock()
@@ -111,6 +113,11 @@ func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name
 		}
 		errMu.Unlock()
 	}
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		c.commitLoop(ctx, f.Ino, done, fail, progress)
+	}()
 	unit := int(lay.Unit)
 	var total int64
 	for stripe := uint64(0); ; stripe++ {
@@ -121,16 +128,11 @@ func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name
 			fail(fmt.Errorf("read source: %w", rerr))
 			break
 		}
-		if l == 0 && stripe > 0 {
+		if l == 0 { // end of input (or an empty file: nothing to store)
 			pool.put(b)
 			break
 		}
-		if l == 0 { // empty file: nothing to store
-			pool.put(b)
-			break
-		}
-		end := total + int64(l)
-		total = end
+		total += int64(l)
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -149,29 +151,79 @@ func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name
 				fail(err)
 				return
 			}
-			_, err = c.meta.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: rec}}, uint64(end), time.Now().UnixNano())
-			if err != nil {
-				m, _ := c.Map(ctx)
-				c.deleteFragments(m, f.Ino, rec, make([]error, len(rec.Drives)))
-				if errors.Is(err, meta.ErrPoolFull) {
-					err = fmt.Errorf("%w: %v", ErrPoolFull, err)
-				}
-				fail(fmt.Errorf("commit stripe %d: %w", stripe, err))
-				return
-			}
-			if progress != nil {
-				errMu.Lock()
-				done += int64(l)
-				progress(done)
-				errMu.Unlock()
-			}
-		}(stripe, b, l, end)
+			done <- written{rec, end}
+		}(stripe, b, l, total)
 		if l < lay.K*unit {
 			break
 		}
 	}
 	wg.Wait()
+	close(done)
+	<-committed
 	return total, firstErr
+}
+
+// written is a stripe whose fragments are durable, waiting for its commit.
+type written struct {
+	rec meta.StripeRec
+	end int64 // file offset after the stripe's last byte
+}
+
+// commitLoop commits written stripes in batches until done is closed,
+// reporting progress in committed user bytes. After a failure it deletes
+// the fragments of every stripe it can no longer commit.
+func (c *Client) commitLoop(ctx context.Context, ino meta.Ino, done <-chan written, fail func(error), progress func(int64)) {
+	var user int64
+	discard := func(ws []written) {
+		m, err := c.Map(context.Background())
+		if err != nil {
+			return
+		}
+		for _, w := range ws {
+			c.deleteFragments(m, ino, w.rec, make([]error, len(w.rec.Drives)))
+		}
+	}
+	failed := false
+	for w := range done {
+		batch := []written{w}
+	drain:
+		for len(batch) < 64 {
+			select {
+			case w, ok := <-done:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, w)
+			default:
+				break drain
+			}
+		}
+		if failed || ctx.Err() != nil {
+			discard(batch)
+			continue
+		}
+		commits := make([]meta.StripeCommit, len(batch))
+		var end int64
+		for i, w := range batch {
+			commits[i] = meta.StripeCommit{Rec: w.rec}
+			end = max(end, w.end)
+		}
+		if _, err := c.meta.CommitStripes(ctx, ino, commits, uint64(end), time.Now().UnixNano()); err != nil {
+			failed = true
+			discard(batch)
+			if errors.Is(err, meta.ErrPoolFull) {
+				err = fmt.Errorf("%w: %v", ErrPoolFull, err)
+			}
+			fail(fmt.Errorf("commit: %w", err))
+			continue
+		}
+		for _, w := range batch {
+			user += int64(w.rec.Len)
+		}
+		if progress != nil {
+			progress(user)
+		}
+	}
 }
 
 // readStripe fills the data shards of b (full-unit layout) from r and
