@@ -14,8 +14,9 @@ import (
 //	<dir>/frags/<fanout>/<ino>.<stripe>.<gen>.<index>
 //	<dir>/frags/<fanout>/tmp-<name>-<seq>        in-flight write (removed by Open)
 //
-// <fanout> is two lower-case hex digits of a hash of (ino, stripe), so the
-// fragments of one huge file spread over all 256 directories; <ino> and <gen>
+// <fanout> is two lower-case hex digits of a hash of (ino, stripe/256), so
+// runs of consecutive stripes of a file sit together (see stripeRun) and the
+// fragments of one huge file still spread over all 256 directories; <ino> and <gen>
 // are lower-case hex, <stripe> and <index> decimal, all without leading zeros.
 
 const (
@@ -25,9 +26,15 @@ const (
 	fanoutDirs = 256
 )
 
+// stripeRun: runs of 2^stripeRun consecutive stripes of a file share a
+// fanout directory, so the file system allocates their fragments close
+// together and a sequential read of a file reads each drive mostly
+// sequentially; different files and runs still spread over all directories.
+const stripeRun = 8
+
 // fanout returns the directory number (0..255) of a fragment.
 func fanout(key erasure.FragmentKey) int {
-	h := key.Ino*0x9E3779B97F4A7C15 ^ key.Stripe*0xC2B2AE3D27D4EB4F
+	h := key.Ino*0x9E3779B97F4A7C15 ^ (key.Stripe>>stripeRun)*0xC2B2AE3D27D4EB4F
 	h ^= h >> 31
 	h *= 0xBF58476D1CE4E5B9
 	h ^= h >> 29

@@ -28,13 +28,31 @@ func TestFragName(t *testing.T) {
 }
 
 func TestFanoutSpread(t *testing.T) {
-	var counts [fanoutDirs]int
-	for s := range uint64(256 * 64) { // one file, many stripes
-		counts[fanout(erasure.FragmentKey{Ino: 42, Stripe: s})]++
+	const run = 1 << stripeRun
+	// Consecutive stripes of a run share a directory.
+	for s := uint64(0); s < run; s++ {
+		if a, b := fanout(erasure.FragmentKey{Ino: 42, Stripe: s}), fanout(erasure.FragmentKey{Ino: 42}); a != b {
+			t.Fatalf("stripe %d in dir %02x, stripe 0 in %02x", s, a, b)
+		}
 	}
-	for i, c := range counts {
-		if c < 32 || c > 96 {
-			t.Fatalf("dir %02x holds %d of %d stripes of one file", i, c, 256*64)
+	// The runs of one huge file spread over every directory.
+	var runs [fanoutDirs]int
+	for r := range uint64(4096) {
+		runs[fanout(erasure.FragmentKey{Ino: 42, Stripe: r * run})]++
+	}
+	for i, c := range runs {
+		if c < 4 || c > 32 {
+			t.Fatalf("dir %02x holds %d of 4096 runs of one file (mean 16)", i, c)
+		}
+	}
+	// Different files spread too.
+	var files [fanoutDirs]int
+	for ino := range uint64(4096) {
+		files[fanout(erasure.FragmentKey{Ino: ino})]++
+	}
+	for i, c := range files {
+		if c < 4 || c > 32 {
+			t.Fatalf("dir %02x holds %d of 4096 files (mean 16)", i, c)
 		}
 	}
 }
