@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/fusenull"
+)
+
+// nullMountCmd mounts a FUSE file system that discards writes and reads
+// zeros: the FUSE ceiling that the mount benchmark compares poolfs with.
+func nullMountCmd() *cobra.Command {
+	var o fusenull.Options
+	cmd := &cobra.Command{
+		Use:    "mount-null MOUNTPOINT",
+		Short:  "Mount a FUSE file system that discards writes (measures the FUSE ceiling)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			srv, err := fusenull.Mount(args[0], o)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("null file system mounted on %s (Ctrl-C unmounts)\n", args[0])
+			go func() {
+				<-cmd.Context().Done()
+				srv.Unmount()
+			}()
+			srv.Wait()
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&o.DirectIO, "direct-io", false, "open files with FOPEN_DIRECT_IO")
+	cmd.Flags().BoolVar(&o.ParallelIO, "parallel", false, "with --direct-io, allow parallel writes to one file")
+	cmd.Flags().IntVar(&o.MaxWrite, "max-write", 1<<20, "largest FUSE request")
+	return cmd
+}
