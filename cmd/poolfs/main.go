@@ -73,7 +73,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(upCmd(g))
 	root.AddCommand(fileCmds(g)...)
 	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g), metaCmd(g), nullMountCmd())
-	root.AddCommand(mountCmd(g), setstripeCmd(g), getstripeCmd(g))
 	return root
 }
 
