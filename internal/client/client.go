@@ -48,8 +48,6 @@ type Stripes interface {
 type Meta interface {
 	Namespace
 	Stripes
-	OpenFiles // namespace_ext.go
-	Xattrs    // namespace_ext.go
 }
 
 // MapSource returns the current cluster map.
