@@ -27,15 +27,18 @@ import (
 type File struct {
 	c    *Client
 	name string
+	wb   writeBehind
 
 	mu struct {
 		sync.Mutex
 		attr  meta.Attr
 		size  int64                   // size including unflushed writes
 		dirty map[uint64]*dirtyStripe // stripe number -> buffered writes
-		cache *stripeCache            // committed stripes read whole (sequential reads)
-		next  int64                   // offset after the last read, for sequential detection
-		seqs  int                     // consecutive sequential reads
+		// inflight are full stripes being written in the background.
+		inflight map[uint64]*inflight
+		cache    *stripeCache // committed stripes read whole (sequential reads)
+		next     int64        // offset after the last read, for sequential detection
+		seqs     int          // consecutive sequential reads
 	}
 }
 
@@ -67,6 +70,8 @@ func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, er
 	f.mu.attr = a
 	f.mu.size = int64(a.Size)
 	f.mu.dirty = map[uint64]*dirtyStripe{}
+	f.mu.inflight = map[uint64]*inflight{}
+	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
 	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
 	return f, nil
 }
@@ -104,10 +109,17 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 		}
 		d.write(in, p[done:done+n])
 		f.mu.cache.drop(s)
+		if d.covers(int(sb)) {
+			delete(f.mu.dirty, s)
+			f.startLocked(s, d)
+		}
 		done += n
 	}
 	if end := off + int64(len(p)); end > f.mu.size {
 		f.mu.size = end
+	}
+	if err := f.wb.takeErr(); err != nil {
+		return 0, err
 	}
 	if len(f.mu.dirty) > maxDirtyFactor*f.c.opts.StripesInFlight {
 		if err := f.writebackLocked(ctx, true); err != nil {
@@ -156,7 +168,13 @@ func (d *dirtyStripe) covers(n int) bool {
 func (f *File) Flush(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.writebackLocked(ctx, false)
+	if err := f.waitLocked(); err != nil {
+		return err
+	}
+	if err := f.writebackLocked(ctx, false); err != nil {
+		return err
+	}
+	return f.waitLocked()
 }
 
 // writebackLocked writes dirty stripes back. With completeOnly, only
@@ -345,6 +363,9 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.waitLocked(); err != nil {
+		return err
+	}
 	if err := f.writebackLocked(ctx, false); err != nil {
 		return err
 	}

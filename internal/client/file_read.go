@@ -73,13 +73,11 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 				return done, err
 			}
 		}
+		if fl := f.mu.inflight[s]; fl != nil {
+			overlay(dst, fl.d, in)
+		}
 		if d := f.mu.dirty[s]; d != nil {
-			for _, sp := range d.spans {
-				a, b := max(sp.a, in), min(sp.b, in+k)
-				if a < b {
-					copy(dst[a-in:b-in], d.buf[a:b])
-				}
-			}
+			overlay(dst, d, in)
 		}
 		done += k
 	}
@@ -214,4 +212,15 @@ func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino met
 	}
 	copy(dst, buf[off-lo:])
 	return nil
+}
+
+// overlay copies the bytes d holds over dst, which holds stripe bytes
+// [at, at+len(dst)).
+func overlay(dst []byte, d *dirtyStripe, at int) {
+	for _, sp := range d.spans {
+		a, b := max(sp.a, at), min(sp.b, at+len(dst))
+		if a < b {
+			copy(dst[a-at:b-at], d.buf[a:b])
+		}
+	}
 }

@@ -1,0 +1,129 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"poolfs/internal/meta"
+)
+
+// writeBehind writes stripes that a handle filled completely in the
+// background, so a sequential writer keeps StripesInFlight stripes on the
+// wire instead of stalling at each writeback. Until its commit, an
+// in-flight stripe's bytes stay readable through the handle.
+type writeBehind struct {
+	sem chan struct{}
+	wg  sync.WaitGroup
+	mu  struct {
+		sync.Mutex
+		err error
+	}
+}
+
+type inflight struct {
+	d    *dirtyStripe
+	done chan struct{}
+}
+
+func (w *writeBehind) setErr(err error) {
+	w.mu.Lock()
+	if w.mu.err == nil {
+		w.mu.err = err
+	}
+	w.mu.Unlock()
+}
+
+// takeErr returns and clears the first error of a background write.
+func (w *writeBehind) takeErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.mu.err
+	w.mu.err = nil
+	return err
+}
+
+// startLocked hands full stripe s to the background. f.mu is held; it may
+// wait for a free slot or for an earlier write of the same stripe (so the
+// later content always commits last).
+func (f *File) startLocked(s uint64, d *dirtyStripe) {
+	if prev := f.mu.inflight[s]; prev != nil {
+		f.mu.Unlock()
+		<-prev.done
+		f.mu.Lock()
+	}
+	f.wb.sem <- struct{}{}
+	in := &inflight{d: d, done: make(chan struct{})}
+	f.mu.inflight[s] = in
+	lay, ino, sb := f.mu.attr.Layout, f.mu.attr.Ino, f.stripeBytes()
+	f.wb.wg.Add(1)
+	go func() {
+		defer f.wb.wg.Done()
+		err := f.c.writeFullStripe(context.Background(), lay, ino, s, d.buf[:sb], f.name)
+		// Free the slot before taking f.mu: a writer may hold f.mu while
+		// it waits for a slot.
+		<-f.wb.sem
+		f.mu.Lock()
+		if f.mu.inflight[s] == in {
+			delete(f.mu.inflight, s)
+		}
+		if err != nil {
+			f.wb.setErr(err)
+		} else if end := int64(s+1) * sb; end > int64(f.mu.attr.Size) {
+			f.mu.attr.Size = uint64(end)
+		}
+		f.mu.cache.drop(s)
+		f.mu.Unlock()
+		close(in.done)
+	}()
+}
+
+// waitLocked waits for every background write; f.mu is held and released
+// while waiting.
+func (f *File) waitLocked() error {
+	f.mu.Unlock()
+	f.wb.wg.Wait()
+	f.mu.Lock()
+	return f.wb.takeErr()
+}
+
+// writeFullStripe writes a whole stripe of new content and commits it over
+// whatever generation is current: the content does not depend on the old
+// one, so a conflict only means trying again on top of the newer one.
+func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, data []byte, name string) error {
+	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
+	b := pool.get()
+	defer pool.put(b)
+	for attempt := 0; attempt < 50; attempt++ {
+		recs, err := c.meta.Stripes(ctx, ino, s, s)
+		if err != nil {
+			return err
+		}
+		var old uint64
+		if len(recs) == 1 {
+			old = recs[0].Gen
+		}
+		fillShards(b, data, lay.K, int(lay.Unit))
+		rec, err := c.writeStripe(ctx, lay, ino, s, old, b, len(data))
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		end := int64(s)*StripeBytes(lay) + int64(len(data))
+		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old}}, uint64(end), time.Now().UnixNano())
+		if err == nil {
+			return nil
+		}
+		m, _ := c.Map(ctx)
+		c.deleteFragments(m, ino, rec, make([]error, len(rec.Drives)))
+		if errors.Is(err, meta.ErrPoolFull) {
+			return fmt.Errorf("commit %s: %w: %v", name, ErrPoolFull, err)
+		}
+		if !errors.Is(err, meta.ErrConflict) {
+			return fmt.Errorf("commit %s: %w", name, err)
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	return fmt.Errorf("commit %s stripe %d: %w (50 attempts)", name, s, meta.ErrConflict)
+}
