@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Sequential write and read through the poolfs FUSE mount, against fio with
+# O_DIRECT on the same local file system (the device's limit) and against a
+# FUSE file system that discards writes (the FUSE ceiling), all in one run.
+#
+#   bench/mount.sh [SIZE_GIB=8] [WORKDIR=./bench/out/mount]
+#
+# Transfers of 1 MiB and 4 MiB, 1 and 4 processes (files of SIZE/N each), fio
+# buffered through FUSE with end_fsync for writes; caches dropped before
+# every read. Needs root, fio and /dev/fuse. Prints a Markdown table.
+set -euo pipefail
+size_gib=${1:-8}
+work=${2:-./bench/out/mount}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin/poolfs"
+(cd "$root" && go build -o "$bin" ./cmd/poolfs)
+rm -rf "$work"; mkdir -p "$work"/{local,null,mnt}; work=$(cd "$work" && pwd)
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+pids=()
+cleanup() {
+  for m in "$work/null" "$work/mnt"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work/cluster" "$work/local"
+}
+trap cleanup EXIT
+
+# fio_bw DIR rw bs jobs direct -> MB/s (user bytes)
+fio_bw() {
+  local per=$((size_gib * 1024 / $4))
+  local extra=()
+  [ "$2" = write ] && extra+=(--end_fsync=1)
+  fio --name=seq --directory="$1" --rw="$2" --bs="$3" --size="${per}M" --numjobs="$4" \
+      --direct="$5" --ioengine=psync --group_reporting "${extra[@]}" --output-format=json 2>/dev/null |
+    python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print(round(j['$2']['bw_bytes']/1e6))"
+}
+
+"$bin" mount-null "$work/null" >/dev/null 2>&1 & pids+=($!)
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
+for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
+"$bin" mount -c "$work/cluster" "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
+for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && break; sleep 0.1; done
+
+echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"
+echo "|---|---|---|---|---|---|---|"
+for bs in 1M 4M; do
+  for jobs in 1 4; do
+    lw=$(fio_bw "$work/local" write $bs $jobs 1); drop; lr=$(fio_bw "$work/local" read $bs $jobs 1)
+    rm -f "$work"/local/*
+    nw=$(fio_bw "$work/null" write $bs $jobs 0); nr=$(fio_bw "$work/null" read $bs $jobs 0)
+    rm -f "$work"/null/*
+    pw=$(fio_bw "$work/mnt" write $bs $jobs 0); drop; pr=$(fio_bw "$work/mnt" read $bs $jobs 0)
+    rm -f "$work"/mnt/*
+    python3 - "$bs" "$jobs" "$lw" "$lr" "$nw" "$nr" "$pw" "$pr" <<'PY'
+import sys
+bs, jobs, lw, lr, nw, nr, pw, pr = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+pct = lambda a, b: "%d%%" % (100 * a / b) if b else "-"
+print(f"| {bs} | {jobs} | {lw} / {lr} MB/s | {nw} / {nr} MB/s | {pw} / {pr} MB/s | {pct(pw, lw)} / {pct(pr, lr)} | {pct(pw, nw)} / {pct(pr, nr)} |")
+PY
+  done
+done
