@@ -73,6 +73,10 @@ func newRoot() *cobra.Command {
 	root.AddCommand(upCmd(g))
 	root.AddCommand(fileCmds(g)...)
 	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g), metaCmd(g), nullMountCmd())
+	root.AddCommand(benchCmd(g))
+	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g))
+	addPoolSet(root, g)
+	addBenchRebuild(root, g)
 	return root
 }
 

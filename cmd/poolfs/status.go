@@ -38,6 +38,7 @@ func statusCmd(g *globals) *cobra.Command {
 			}
 			fmt.Printf("cluster: %s   health: %s   map epoch: %d\n", st.Name, strings.ToUpper(st.Health), st.Epoch)
 			printPools(os.Stdout, st)
+			printRebuild(os.Stdout, &st.Rebuild)
 			printDrives(os.Stdout, st)
 			return nil
 		},

@@ -83,5 +83,8 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&cfg.Domains, "failure-domain", "", "spread drives over failure domains, e.g. server=4,enclosure=2")
 	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
+	f.StringVar(&cfg.Layout, "layout", "declustered", "pool layout: declustered, or grouped (RAID-6 style groups of k+m drives, preservation drives as hot spares)")
+	f.StringVar(&cfg.DriveModel, "drive-model", "", "emulated drive speed: hdd-7200, hdd-10k, hdd-15k, ssd or none (kept in the map across restarts)")
+	f.Float64Var(&cfg.SpeedScale, "drive-speed-scale", 0, "scale the drive model's speed by this factor (0.1 = ten times slower), for small emulated drives")
 	return cmd
 }

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
 )
 
 // genEpoch is the origin of generation timestamps.
@@ -45,6 +48,31 @@ func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino,
 	if err := cd.Encode(b.shards(s)); err != nil {
 		return meta.StripeRec{}, fmt.Errorf("encode stripe %d of inode %d: %w", stripe, ino, err)
 	}
+	rec, err := c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)
+	if err != nil && driveGone(err) {
+		// A drive failed or left since this client fetched the map: the
+		// next epoch places the stripe on drives that are up.
+		if _, rerr := c.RefreshMap(ctx); rerr == nil {
+			rec, err = c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)
+		}
+	}
+	if err != nil {
+		return meta.StripeRec{}, fmt.Errorf("write stripe %d of inode %d: %w", stripe, ino, err)
+	}
+	return rec, nil
+}
+
+// driveGone reports whether a write failed because a drive is dead or no
+// longer where the map said.
+func driveGone(err error) bool {
+	return errors.Is(err, chunkstore.ErrFailed) || errors.Is(err, storage.ErrNoDrive) ||
+		errors.Is(err, rpc.ErrUnavailable) || errors.Is(err, clustermap.ErrNoDrive)
+}
+
+// placeAndWrite picks the drives of the stripe's PG at the current epoch
+// and writes the k+m sealed fragments of a new generation to them in
+// parallel. On error the fragments written are deleted (best effort).
+func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, s, l int) (meta.StripeRec, error) {
 	m, pm, err := c.pgMap(ctx, lay.Pool)
 	if err != nil {
 		return meta.StripeRec{}, err
@@ -87,7 +115,7 @@ func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino,
 			// is balanced only on average): the pool is full all the same.
 			err = fmt.Errorf("%w: %w", ErrPoolFull, err)
 		}
-		return meta.StripeRec{}, fmt.Errorf("write stripe %d of inode %d: %w", stripe, ino, err)
+		return meta.StripeRec{}, err
 	}
 	return rec, nil
 }

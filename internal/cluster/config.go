@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/placement"
 )
 
 // NoPreservation in Config.Preservation reserves no rebuild capacity.
@@ -37,7 +39,19 @@ type Config struct {
 	DirectIO *bool
 	// GCInterval is how often the fragment collector runs (default 5s).
 	GCInterval time.Duration
-	Logger     *slog.Logger
+	// Layout of the pool created with the cluster: "declustered" (default)
+	// or "grouped" (RAID-6 style groups; Preservation drives are hot spares).
+	Layout string
+	// DriveModel emulates drive speed (chunkstore.ModelByName: hdd-7200,
+	// hdd-10k, hdd-15k, ssd, none), scaled by SpeedScale (0: 1). It is
+	// stored in the map: a restart with DriveModel "" keeps the stored one.
+	DriveModel string
+	SpeedScale float64
+	// HealthInterval is how often drives are checked for failure (default
+	// 1s); RebuildInterval how often the coordinator rescans (default 30s).
+	HealthInterval  time.Duration
+	RebuildInterval time.Duration
+	Logger          *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -65,6 +79,12 @@ func (c *Config) setDefaults() {
 	if c.GCInterval == 0 {
 		c.GCInterval = 5 * time.Second
 	}
+	if c.HealthInterval == 0 {
+		c.HealthInterval = time.Second
+	}
+	if c.RebuildInterval == 0 {
+		c.RebuildInterval = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,6 +111,19 @@ func (c *Config) Validate() error {
 	}
 	if c.DriveSize < 0 {
 		return fmt.Errorf("cluster: drive size %d", c.DriveSize)
+	}
+	if c.Layout != "" {
+		if _, err := placement.ParseLayout(c.Layout); err != nil {
+			return fmt.Errorf("cluster: layout %q: want declustered or grouped", c.Layout)
+		}
+	}
+	if c.DriveModel != "" {
+		if _, err := chunkstore.ModelByName(c.DriveModel); err != nil {
+			return fmt.Errorf("cluster: drive model %q: want hdd-7200, hdd-10k, hdd-15k, ssd or none", c.DriveModel)
+		}
+	}
+	if c.SpeedScale < 0 || c.SpeedScale > 1000 {
+		return fmt.Errorf("cluster: drive speed scale %g: want a factor > 0", c.SpeedScale)
 	}
 	_, err = parseDomains(c.Domains)
 	return err

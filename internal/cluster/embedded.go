@@ -149,6 +149,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	errs := rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
 	c.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: c.log, Errors: errs})
 	c.storage = storage.NewServer(drives, c.log)
+	c.storage.SetPeers(c.Mgmt.Map, c.dialer)
 	c.storage.Register(c.rpc)
 	c.Mgmt.OnMapChange = c.applyMap
 	metarpc.Register(c.rpc, c.Store)
@@ -165,8 +166,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(1)
+	c.wg.Add(3)
 	go c.gcLoop(gctx)
+	go c.healthLoop(gctx)
+	go func() {
+		defer c.wg.Done()
+		c.Mgmt.RunCoordinator(gctx, c.Config.RebuildInterval)
+	}()
 	return nil
 }
 
@@ -179,6 +185,11 @@ func (c *Cluster) loadOrCreateMap(ctx context.Context) (*clustermap.Map, error) 
 	}
 	if err == nil {
 		return c.Mgmt.Update(ctx, func(m *clustermap.Map) error {
+			if c.Config.DriveModel != "" {
+				for i := range m.Drives {
+					m.Drives[i].Model, m.Drives[i].SpeedScale = c.Config.DriveModel, c.Config.SpeedScale
+				}
+			}
 			m.Meta = []string{c.Addr}
 			for i := range m.Servers {
 				if m.Servers[i].ID == serverID {
@@ -202,17 +213,21 @@ func (c *Cluster) loadOrCreateMap(ctx context.Context) (*clustermap.Map, error) 
 		}
 	}
 	levels, _ := parseDomains(cfg.Domains)
+	layout := placement.Declustered
+	if cfg.Layout != "" {
+		layout, _ = placement.ParseLayout(cfg.Layout)
+	}
 	return c.Mgmt.Update(ctx, func(m *clustermap.Map) error {
 		m.Name = filepath.Base(mustAbs(cfg.Dir))
 		m.Meta = []string{c.Addr}
 		m.Servers = []clustermap.Server{{ID: serverID, Addr: c.Addr}}
 		pool := clustermap.Pool{ID: 0, Name: "default", K: k, M: mm, Unit: cfg.Unit,
-			PGs: placement.DefaultPGs(cfg.Drives, k+mm), Layout: placement.Declustered, Preservation: cfg.Preservation}
+			PGs: placement.DefaultPGs(cfg.Drives, k+mm), Layout: layout, Preservation: cfg.Preservation}
 		for i := 0; i < cfg.Drives; i++ {
 			id := placement.DriveID(i)
 			m.Drives = append(m.Drives, clustermap.Drive{ID: id, Server: serverID,
 				Path: filepath.Join("drives", id.String()), Capacity: size, Domain: domainOf(levels, i),
-				State: clustermap.StateUp, Pool: 0})
+				State: clustermap.StateUp, Pool: 0, Model: cfg.DriveModel, SpeedScale: cfg.SpeedScale})
 			pool.Drives = append(pool.Drives, id)
 		}
 		m.Pools = []clustermap.Pool{pool}
@@ -256,7 +271,7 @@ func (c *Cluster) openDrives(m *clustermap.Map) (map[placement.DriveID]chunkstor
 				errs = append(errs, fmt.Errorf("cluster: drive %v: %w", d.ID, err))
 				return
 			}
-			out[d.ID] = ld
+			out[d.ID] = emulate(ld, d)
 			c.mu.Lock()
 			c.local = append(c.local, ld)
 			c.mu.Unlock()

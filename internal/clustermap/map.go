@@ -29,6 +29,10 @@ type Drive struct {
 	Domain   []string          `json:"domain,omitempty"`
 	State    DriveState        `json:"state"`
 	Pool     uint32            `json:"pool"`
+	// Model is the emulated speed model ("" or "none": unthrottled) and
+	// SpeedScale its scale factor (0: 1), see chunkstore.ModelByName.
+	Model      string  `json:"model,omitempty"`
+	SpeedScale float64 `json:"speed_scale,omitempty"`
 }
 
 // Server is one storage server.
@@ -48,6 +52,9 @@ type Pool struct {
 	Layout       placement.Layout `json:"layout"`
 	Preservation int              `json:"preservation"` // drives' worth of space kept free for rebuild
 	Drives       []placement.DriveID
+	// RebuildPriority trades rebuild speed against client I/O: one of
+	// Priorities; "" means medium.
+	RebuildPriority string `json:"rebuild_priority,omitempty"`
 }
 
 // Map is the cluster map at one epoch.

@@ -26,6 +26,9 @@ type Service struct {
 	// new map after it is stored (an embedded cluster opens new drives).
 	OnMapChange func(m *clustermap.Map) error
 
+	coordOnce sync.Once
+	co        *coordinator // see coord()
+
 	mu struct {
 		sync.Mutex
 		m       *clustermap.Map
@@ -120,6 +123,11 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 // Register exposes the service on an RPC server.
 func (s *Service) Register(r *rpc.Server) {
 	s.registerPools(r)
+	s.registerDrives(r)
+	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		st := s.Rebuild()
+		return &rpc.Response{Result: st}, nil
+	})
 	r.Handle("mgmt.Map", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		m, err := s.Map(ctx)
 		if err != nil {
@@ -178,4 +186,13 @@ func (c *Client) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
 		return nil, err
 	}
 	return &rep, nil
+}
+
+// Rebuild returns the rebuild coordinator's status.
+func (c *Client) Rebuild(ctx context.Context) (*RebuildStatus, error) {
+	var st RebuildStatus
+	if err := c.rc.Call(ctx, "mgmt.Rebuild", struct{}{}, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }

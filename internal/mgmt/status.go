@@ -53,6 +53,9 @@ type Status struct {
 	Health string        `json:"health"`
 	Pools  []PoolStatus  `json:"pools"`
 	Drives []DriveStatus `json:"drives"`
+	// Rebuild is the recovery coordinator's state: degraded and critical
+	// stripes, progress, rate and ETA of a running rebuild or rebalance.
+	Rebuild RebuildStatus `json:"rebuild"`
 }
 
 // Status gathers the cluster status: the map, the pools' capacity and
@@ -62,7 +65,7 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Status{Name: m.Name, Epoch: m.Epoch, Health: HealthOK}
+	st := &Status{Name: m.Name, Epoch: m.Epoch, Health: HealthOK, Rebuild: s.Rebuild()}
 	slots := map[placement.DriveID]int{}
 	for _, p := range m.Pools {
 		ps, err := s.poolStatus(ctx, m, p, slots)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
@@ -41,6 +42,8 @@ type Server struct {
 	mu  struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive
+		maps   func(context.Context) (*clustermap.Map, error)
+		peers  Peers
 	}
 }
 
@@ -117,6 +120,7 @@ func (s *Server) Register(r *rpc.Server) {
 	r.Handle("storage.Delete", s.handleDelete)
 	r.Handle("storage.List", s.handleList)
 	r.Handle("storage.Stat", s.handleStat)
+	s.registerRecovery(r)
 	r.Handle("storage.Drives", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		return &rpc.Response{Result: s.DriveIDs()}, nil
 	})

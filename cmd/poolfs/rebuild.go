@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/mgmt"
+)
+
+func rebuildCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "rebuild", Short: "Rebuild and rebalance progress"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "status",
+		Short: "Degraded and critical stripes, and the running rebuild: percent, bytes, rate, ETA",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			st, err := conn.Mgmt.Rebuild(cmd.Context())
+			if err != nil {
+				return err
+			}
+			printRebuild(os.Stdout, st)
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "watch",
+		Short: "A live progress bar of the running rebuild or rebalance, until it ends",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			var b *bar
+			seen := false
+			for {
+				st, err := conn.Mgmt.Rebuild(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if st.Active {
+					if b == nil {
+						b = newBar(st.Bytes, st.Kind, false)
+						seen = true
+					}
+					b.set(st.BytesDone)
+				} else if seen || st.Degraded+st.Critical+st.Misplaced == 0 {
+					if b != nil {
+						b.finish()
+					}
+					printRebuild(os.Stdout, st)
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+		},
+	})
+	return cmd
+}
+
+// printRebuild is the health/rebuild part of `poolfs status`.
+func printRebuild(w io.Writer, st *mgmt.RebuildStatus) {
+	fmt.Fprintf(w, "stripes: %d, degraded %d, critical %d, to rebalance %d, blocked %d\n",
+		st.Stripes, st.Degraded, st.Critical, st.Misplaced, st.Blocked)
+	if st.Active {
+		eta := "-"
+		if st.ETA > 0 {
+			eta = time.Duration(st.ETA * float64(time.Second)).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "%s: %.1f%% (%s of %s), %s/s, ETA %s, %d/%d tasks (%d skipped: rewritten, %d failed), priority %s (%d in parallel)\n",
+			st.Kind, st.Percent(), human(st.BytesDone), human(st.Bytes), human(int64(st.Rate)), eta,
+			st.Done, st.Tasks, st.Skipped, st.Failed, st.Priority, st.Workers)
+	} else if st.LastSeconds > 0 {
+		fmt.Fprintf(w, "no rebuild running; the last one took %s\n", time.Duration(st.LastSeconds*float64(time.Second)).Round(time.Millisecond))
+	}
+	for _, f := range st.Lost {
+		name := f.Path
+		if name == "" {
+			name = fmt.Sprintf("inode %d", f.Ino)
+		}
+		fmt.Fprintf(w, "DATA LOST: %s (inode %d), stripes %v\n", name, f.Ino, f.Stripes)
+	}
+}
+
+// addPoolSet adds `pool set` to the pool command of root.
+func addPoolSet(root *cobra.Command, g *globals) {
+	for _, c := range root.Commands() {
+		if c.Name() == "pool" {
+			c.AddCommand(poolSetCmd(g))
+		}
+	}
+}
+
+func poolSetCmd(g *globals) *cobra.Command {
+	var pool string
+	cmd := &cobra.Command{
+		Use:   "set rebuild-priority " + strings.Join(clustermap.Priorities, "|"),
+		Short: "Change a pool setting; rebuild-priority takes effect during a running rebuild",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "rebuild-priority" {
+				return fmt.Errorf("unknown setting %q: want rebuild-priority", args[0])
+			}
+			if _, err := clustermap.ParsePriority(args[1]); err != nil {
+				return err
+			}
+			conn, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if pool == "" {
+				m, err := conn.Mgmt.Map(cmd.Context())
+				if err != nil {
+					return err
+				}
+				pool = m.Pools[0].Name
+			}
+			if err := conn.Mgmt.SetRebuildPriority(cmd.Context(), pool, args[1]); err != nil {
+				return err
+			}
+			fmt.Printf("pool %s: rebuild priority %s\n", pool, args[1])
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pool, "pool", "", "pool (default: the first)")
+	return cmd
+}

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+)
+
+// emulate wraps a local drive as the map describes it: the speed model
+// (chunkstore.Throttle) and, outermost, fault injection (WithFaults), so
+// that `poolfs drive fault` and `drive fail` act at once on every I/O.
+func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
+	var drv chunkstore.Drive = ld
+	if d.Model != "" && d.Model != "none" {
+		if m, err := chunkstore.ModelByName(d.Model); err == nil {
+			if d.SpeedScale > 0 {
+				m = m.Scale(d.SpeedScale)
+			}
+			drv = chunkstore.Throttle(drv, m, nil)
+		}
+	}
+	return chunkstore.WithFaults(drv)
+}
+
+// healthLoop is the failure detector of an embedded cluster: every
+// HealthInterval it checks each up drive this server owns (its directory
+// still exists, Stat succeeds) and declares failed any drive that reports
+// chunkstore.ErrFailed or whose directory vanished.
+func (c *Cluster) healthLoop(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.Config.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.checkDrives(ctx)
+		}
+	}
+}
+
+func (c *Cluster) checkDrives(ctx context.Context) {
+	m, err := c.Mgmt.Map(ctx)
+	if err != nil {
+		return
+	}
+	for _, d := range m.Drives {
+		if d.Server != serverID || d.State != clustermap.StateUp {
+			continue
+		}
+		if reason := c.driveProblem(ctx, d); reason != "" {
+			c.log.Warn("drive failed", "drive", d.ID.String(), "reason", reason)
+			if err := c.Mgmt.FailDrive(ctx, d.ID, reason); err != nil {
+				c.log.Warn("mark drive failed", "drive", d.ID.String(), "err", err)
+			}
+		}
+	}
+}
+
+// driveProblem returns why a drive is unusable, or "".
+func (c *Cluster) driveProblem(ctx context.Context, d clustermap.Drive) string {
+	p := d.Path
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.Config.Dir, p)
+	}
+	if _, err := os.Stat(filepath.Join(p, "frags")); err != nil {
+		return fmt.Sprintf("drive directory %s is gone: %v", p, err)
+	}
+	drv, err := c.storage.Drive(d.ID)
+	if err != nil {
+		return ""
+	}
+	if _, err := drv.Stat(ctx); errors.Is(err, chunkstore.ErrFailed) {
+		return fmt.Sprintf("I/O errors: %v", err)
+	}
+	return ""
+}

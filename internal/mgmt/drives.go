@@ -1,0 +1,321 @@
+package mgmt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
+)
+
+// Event kinds written by the management service.
+const (
+	EventDriveFailed   = "drive.failed"
+	EventDriveAdded    = "drive.added"
+	EventDriveReplaced = "drive.replaced"
+	EventRebuildStart  = "rebuild.start"
+	EventRebuildDone   = "rebuild.done"
+	EventRebalance     = "rebalance.start"
+	EventRebalanceDone = "rebalance.done"
+	EventDataLost      = "data.lost"
+	EventPriority      = "pool.rebuild-priority"
+	EventScrubStart    = "scrub.start"
+	EventScrubDone     = "scrub.done"
+)
+
+// serverDialer is the optional capability of the service's drive resolver
+// (a *storage.Dialer) to reach whole storage servers.
+type serverDialer interface {
+	Server(m *clustermap.Map, id placement.DriveID) (*storage.ServerClient, error)
+}
+
+func (s *Service) event(ctx context.Context, kind, subject, msg string, dur time.Duration) {
+	if err := s.store.AppendEvent(ctx, meta.Event{Kind: kind, Subject: subject, Message: msg, Duration: int64(dur)}); err != nil {
+		s.log.Warn("append event", "kind", kind, "err", err)
+	}
+	s.log.Info("event", "kind", kind, "subject", subject, "msg", msg)
+}
+
+// FailDrive declares drive id failed in a new map epoch: it receives no
+// new fragments, and the rebuild coordinator reconstructs what it held.
+// An already failed or removed drive is left as it is (nil error).
+func (s *Service) FailDrive(ctx context.Context, id placement.DriveID, reason string) error {
+	changed := false
+	m, err := s.Update(ctx, func(m *clustermap.Map) error {
+		d, err := m.Drive(id)
+		if err != nil {
+			return err
+		}
+		changed = d.State == clustermap.StateUp || d.State == clustermap.StateDown || d.State == clustermap.StateRebuilding
+		if !changed {
+			return errUnchanged
+		}
+		d.State = clustermap.StateFailed
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fail drive %v: %w", id, err)
+	}
+	s.event(ctx, EventDriveFailed, id.String(), fmt.Sprintf("%s; map epoch %d", reason, m.Epoch), 0)
+	s.kickRebuild()
+	return nil
+}
+
+// errUnchanged aborts an Update that has nothing to do.
+var errUnchanged = errors.New("mgmt: unchanged")
+
+// AddDrive adds a new empty drive to a pool, like its other drives (server,
+// capacity, speed model); rebalancing then moves about 1/N of the data
+// onto it. It returns the new drive's ID.
+func (s *Service) AddDrive(ctx context.Context, poolID uint32) (placement.DriveID, error) {
+	id, err := s.addDrive(ctx, poolID, nil)
+	if err != nil {
+		return 0, err
+	}
+	s.event(ctx, EventDriveAdded, id.String(), fmt.Sprintf("added to pool %d", poolID), 0)
+	s.kickRebuild()
+	return id, nil
+}
+
+// ReplaceDrive takes failed (or any) drive old out of its pool and adds a
+// new drive in its place (same server, capacity, domain and model). The
+// old drive's data is rebuilt if it was not yet, and rebalancing fills the
+// new one. It returns the new drive's ID.
+func (s *Service) ReplaceDrive(ctx context.Context, old placement.DriveID) (placement.DriveID, error) {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return 0, err
+	}
+	d, err := m.Drive(old)
+	if err != nil {
+		return 0, err
+	}
+	id, err := s.addDrive(ctx, d.Pool, &old)
+	if err != nil {
+		return 0, err
+	}
+	if dr, err := s.Map(ctx); err == nil {
+		s.injectFault(ctx, dr, old, "fail")
+	}
+	s.event(ctx, EventDriveReplaced, old.String(), fmt.Sprintf("replaced by %v", id), 0)
+	s.kickRebuild()
+	return id, nil
+}
+
+func (s *Service) addDrive(ctx context.Context, poolID uint32, replace *placement.DriveID) (placement.DriveID, error) {
+	var id placement.DriveID
+	_, err := s.Update(ctx, func(m *clustermap.Map) error {
+		p, err := m.Pool(poolID)
+		if err != nil {
+			return err
+		}
+		if len(p.Drives) == 0 {
+			return fmt.Errorf("%w: pool %d has no drives", clustermap.ErrInvalid, poolID)
+		}
+		tmpl, err := m.Drive(p.Drives[len(p.Drives)-1])
+		if err != nil {
+			return err
+		}
+		if replace != nil {
+			old, err := m.Drive(*replace)
+			if err != nil {
+				return err
+			}
+			if old.Pool != poolID {
+				return fmt.Errorf("%w: drive %v is not in pool %d", clustermap.ErrInvalid, *replace, poolID)
+			}
+			tmpl = old
+		}
+		nd := *tmpl
+		nd.Domain = append([]string(nil), tmpl.Domain...)
+		id = 0
+		for _, d := range m.Drives {
+			id = max(id, d.ID+1)
+		}
+		nd.ID, nd.State, nd.Path = id, clustermap.StateUp, filepath.Join("drives", id.String())
+		if replace != nil {
+			old, _ := m.Drive(*replace)
+			old.State = clustermap.StateOut
+		}
+		m.Drives = append(m.Drives, nd)
+		p.Drives = append(p.Drives, id)
+		if p.Layout == placement.Grouped {
+			// A new drive of a grouped pool (it has the highest ID) becomes
+			// one more hot spare, so the groups do not shift.
+			p.Preservation++
+		}
+		return nil
+	})
+	return id, err
+}
+
+// SetRebuildPriority sets a pool's rebuild priority; a running rebuild
+// picks it up within a second.
+func (s *Service) SetRebuildPriority(ctx context.Context, pool string, prio string) error {
+	if _, err := clustermap.ParsePriority(prio); err != nil {
+		return err
+	}
+	_, err := s.Update(ctx, func(m *clustermap.Map) error {
+		p, err := m.PoolByName(pool)
+		if err != nil {
+			return err
+		}
+		p.RebuildPriority = prio
+		return nil
+	})
+	if err == nil {
+		s.event(ctx, EventPriority, "pool/"+pool, prio, 0)
+	}
+	return err
+}
+
+// DriveFault injects a fault into a drive through its storage server
+// (emulation): fail, heal, corrupt (Fraction of reads), slow (Delay).
+func (s *Service) DriveFault(ctx context.Context, a storage.FaultArgs) error {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return err
+	}
+	sd, ok := s.drives.(serverDialer)
+	if !ok {
+		return fmt.Errorf("mgmt: cannot reach storage servers for fault injection")
+	}
+	sc, err := sd.Server(m, a.Drive)
+	if err != nil {
+		return err
+	}
+	return sc.Fault(ctx, a)
+}
+
+// injectFault is DriveFault without an error: the emulated drive of a
+// drive declared failed or replaced stops answering, as a real one would.
+func (s *Service) injectFault(ctx context.Context, m *clustermap.Map, id placement.DriveID, op string) {
+	if err := s.DriveFault(ctx, storage.FaultArgs{Drive: id, Op: op}); err != nil {
+		s.log.Debug("inject fault", "drive", id.String(), "err", err)
+	}
+	_ = m
+}
+
+// DriveArgs names a drive or a pool in drive RPCs.
+type DriveArgs struct {
+	Drive  placement.DriveID `json:"drive"`
+	Pool   string            `json:"pool,omitempty"`
+	Reason string            `json:"reason,omitempty"`
+	Value  string            `json:"value,omitempty"`
+}
+
+func (s *Service) registerDrives(r *rpc.Server) {
+	handle := func(name string, fn func(ctx context.Context, a DriveArgs) (any, error)) {
+		r.Handle(name, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+			var a DriveArgs
+			if err := json.Unmarshal(req.Args, &a); err != nil {
+				return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
+			}
+			res, err := fn(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			return &rpc.Response{Result: res}, nil
+		})
+	}
+	handle("mgmt.FailDrive", func(ctx context.Context, a DriveArgs) (any, error) {
+		if a.Reason == "" {
+			a.Reason = "failed by operator"
+		}
+		m, err := s.Map(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := m.Drive(a.Drive); err != nil {
+			return nil, err
+		}
+		s.injectFault(ctx, m, a.Drive, "fail")
+		return nil, s.FailDrive(ctx, a.Drive, a.Reason)
+	})
+	handle("mgmt.ReplaceDrive", func(ctx context.Context, a DriveArgs) (any, error) {
+		return s.ReplaceDrive(ctx, a.Drive)
+	})
+	handle("mgmt.AddDrive", func(ctx context.Context, a DriveArgs) (any, error) {
+		m, err := s.Map(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p := &m.Pools[0]
+		if a.Pool != "" {
+			if p, err = m.PoolByName(a.Pool); err != nil {
+				return nil, err
+			}
+		}
+		return s.AddDrive(ctx, p.ID)
+	})
+	handle("mgmt.SetRebuildPriority", func(ctx context.Context, a DriveArgs) (any, error) {
+		return nil, s.SetRebuildPriority(ctx, a.Pool, a.Value)
+	})
+	r.Handle("mgmt.DriveFault", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		var a storage.FaultArgs
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
+		}
+		return &rpc.Response{}, s.DriveFault(ctx, a)
+	})
+	r.Handle("mgmt.Events", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		var a struct {
+			After uint64 `json:"after"`
+			Limit int    `json:"limit"`
+		}
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
+		}
+		evs, err := s.store.Events(ctx, a.After, a.Limit)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: evs}, nil
+	})
+}
+
+// FailDrive declares a drive failed.
+func (c *Client) FailDrive(ctx context.Context, id placement.DriveID) error {
+	return c.rc.Call(ctx, "mgmt.FailDrive", DriveArgs{Drive: id}, nil, nil)
+}
+
+// ReplaceDrive replaces a drive by a new one and returns its ID.
+func (c *Client) ReplaceDrive(ctx context.Context, id placement.DriveID) (placement.DriveID, error) {
+	var out placement.DriveID
+	err := c.rc.Call(ctx, "mgmt.ReplaceDrive", DriveArgs{Drive: id}, nil, &out)
+	return out, err
+}
+
+// AddDrive adds a drive to a pool ("" = the first) and returns its ID.
+func (c *Client) AddDrive(ctx context.Context, pool string) (placement.DriveID, error) {
+	var out placement.DriveID
+	err := c.rc.Call(ctx, "mgmt.AddDrive", DriveArgs{Pool: pool}, nil, &out)
+	return out, err
+}
+
+// SetRebuildPriority sets a pool's rebuild priority.
+func (c *Client) SetRebuildPriority(ctx context.Context, pool, prio string) error {
+	return c.rc.Call(ctx, "mgmt.SetRebuildPriority", DriveArgs{Pool: pool, Value: prio}, nil, nil)
+}
+
+// DriveFault injects a fault into a drive (emulation).
+func (c *Client) DriveFault(ctx context.Context, a storage.FaultArgs) error {
+	return c.rc.Call(ctx, "mgmt.DriveFault", a, nil, nil)
+}
+
+// Events returns up to limit events after sequence number after.
+func (c *Client) Events(ctx context.Context, after uint64, limit int) ([]meta.Event, error) {
+	var out []meta.Event
+	err := c.rc.Call(ctx, "mgmt.Events", map[string]any{"after": after, "limit": limit}, nil, &out)
+	return out, err
+}

@@ -1,0 +1,314 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+)
+
+// Peers reaches the drives of other storage servers (a *Dialer does).
+type Peers interface {
+	Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error)
+}
+
+// SetPeers lets the server run reconstruct tasks: maps returns the current
+// cluster map, peers reaches drives this server does not own. Call it
+// before serving storage.Reconstruct.
+func (s *Server) SetPeers(maps func(context.Context) (*clustermap.Map, error), peers Peers) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.maps, s.mu.peers = maps, peers
+}
+
+// FragmentAt is fragment Index of a stripe on drive Drive.
+type FragmentAt struct {
+	Index int               `json:"index"`
+	Drive placement.DriveID `json:"drive"`
+}
+
+// ReconstructArgs is one reconstruct (or copy) task: read K fragments of a
+// stripe generation from Sources (in order of preference; later ones are
+// read only if earlier ones fail), decode, and write the fragments named by
+// Targets. If every target index is read, the task copies without decoding.
+type ReconstructArgs struct {
+	Ino       uint64       `json:"ino"`
+	Stripe    uint64       `json:"stripe"`
+	Gen       uint64       `json:"gen"`
+	K         int          `json:"k"`
+	M         int          `json:"m"`
+	Pool      uint32       `json:"pool"`
+	StripeLen uint32       `json:"len"`
+	ShardSize uint32       `json:"shard"`
+	Sources   []FragmentAt `json:"sources"`
+	Targets   []FragmentAt `json:"targets"`
+}
+
+// ReconstructResult reports the I/O a task did.
+type ReconstructResult struct {
+	Read    []FragmentAt `json:"read"`    // fragments read and verified
+	Bytes   int64        `json:"bytes"`   // bytes read + written
+	Written int          `json:"written"` // fragments written
+	Nanos   int64        `json:"ns"`
+}
+
+func (a *ReconstructArgs) validate() error {
+	switch {
+	case a.K < 1 || a.M < 0 || a.K+a.M > erasure.MaxShards:
+		return fmt.Errorf("%w: scheme %d+%d", chunkstore.ErrInvalid, a.K, a.M)
+	case a.ShardSize == 0 || a.ShardSize > erasure.MaxShardSize || a.StripeLen == 0 ||
+		uint64(a.StripeLen) > uint64(a.K)*uint64(a.ShardSize):
+		return fmt.Errorf("%w: shard size %d, stripe length %d", chunkstore.ErrInvalid, a.ShardSize, a.StripeLen)
+	case len(a.Targets) == 0 || len(a.Targets) > a.M+a.K:
+		return fmt.Errorf("%w: %d targets", chunkstore.ErrInvalid, len(a.Targets))
+	}
+	for _, f := range append(slices.Clone(a.Sources), a.Targets...) {
+		if f.Index < 0 || f.Index >= a.K+a.M {
+			return fmt.Errorf("%w: fragment index %d of %d+%d", chunkstore.ErrInvalid, f.Index, a.K, a.M)
+		}
+	}
+	return nil
+}
+
+func (a *ReconstructArgs) key(i int) erasure.FragmentKey {
+	return erasure.FragmentKey{Ino: a.Ino, Stripe: a.Stripe, Gen: a.Gen, Index: uint8(i)}
+}
+
+// drive returns a drive by ID: this server's own, else a peer's.
+func (s *Server) drive(ctx context.Context, id placement.DriveID) (chunkstore.Drive, error) {
+	if d, err := s.Drive(id); err == nil {
+		return d, nil
+	}
+	s.mu.RLock()
+	maps, peers := s.mu.maps, s.mu.peers
+	s.mu.RUnlock()
+	if maps == nil || peers == nil {
+		return nil, fmt.Errorf("%w: %v (no peers configured)", ErrNoDrive, id)
+	}
+	m, err := maps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return peers.Drive(m, id)
+}
+
+// Reconstruct runs one task; see ReconstructArgs.
+func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*ReconstructResult, error) {
+	start := time.Now()
+	if err := a.validate(); err != nil {
+		return nil, err
+	}
+	width, sz := a.K+a.M, int(a.ShardSize)
+	copyOnly := true
+	for _, t := range a.Targets {
+		if !slices.ContainsFunc(a.Sources, func(f FragmentAt) bool { return f.Index == t.Index }) {
+			copyOnly = false
+		}
+	}
+	need := a.K
+	if copyOnly {
+		need = len(a.Targets)
+	}
+	shards := make([][]byte, width)
+	res := &ReconstructResult{}
+	var errs []error
+	next := 0
+	for got := 0; got < need && next < len(a.Sources); {
+		batch := a.Sources[next:min(len(a.Sources), next+need-got)]
+		next += len(batch)
+		out := make([][]byte, len(batch))
+		bErrs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for j, f := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[j], bErrs[j] = s.readShard(ctx, a, f, sz)
+			}()
+		}
+		wg.Wait()
+		for j, f := range batch {
+			if bErrs[j] != nil {
+				errs = append(errs, bErrs[j])
+				continue
+			}
+			if shards[f.Index] == nil {
+				shards[f.Index] = out[j]
+				res.Read = append(res.Read, f)
+				res.Bytes += int64(erasure.FragmentSize(sz))
+				got++
+			}
+		}
+	}
+	if len(res.Read) < need {
+		return nil, fmt.Errorf("reconstruct %d/%d gen %d: %d of %d fragments readable: %w",
+			a.Ino, a.Stripe, a.Gen, len(res.Read), need, errors.Join(errs...))
+	}
+	if !copyOnly {
+		cd, err := erasure.NewCodec(a.K, a.M)
+		if err != nil {
+			return nil, err
+		}
+		if err := cd.Reconstruct(shards, false); err != nil {
+			return nil, fmt.Errorf("reconstruct %d/%d gen %d: %w", a.Ino, a.Stripe, a.Gen, err)
+		}
+	}
+	werrs := make([]error, len(a.Targets))
+	var wg sync.WaitGroup
+	for j, t := range a.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			werrs[j] = s.writeShard(ctx, a, t, shards[t.Index])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(werrs...); err != nil {
+		return nil, err
+	}
+	res.Written = len(a.Targets)
+	res.Bytes += int64(len(a.Targets) * erasure.FragmentSize(sz))
+	res.Nanos = int64(time.Since(start))
+	return res, nil
+}
+
+func (s *Server) readShard(ctx context.Context, a *ReconstructArgs, f FragmentAt, sz int) ([]byte, error) {
+	d, err := s.drive(ctx, f.Drive)
+	if err != nil {
+		return nil, err
+	}
+	key := a.key(f.Index)
+	b, err := d.ReadFragment(ctx, key, 0, -1, erasure.AlignedBuffer(erasure.FragmentSize(sz)))
+	if err != nil {
+		return nil, fmt.Errorf("read %v from %v: %w", key, f.Drive, err)
+	}
+	h, data, err := erasure.DecodeFragment(b)
+	if err != nil {
+		return nil, fmt.Errorf("fragment %v on %v: %w", key, f.Drive, err)
+	}
+	if h.Key != key || int(h.ShardSize) != sz || h.StripeLen != a.StripeLen {
+		return nil, fmt.Errorf("%w: fragment on %v is %v, want %v", erasure.ErrCorrupt, f.Drive, h.Key, key)
+	}
+	return data, nil
+}
+
+func (s *Server) writeShard(ctx context.Context, a *ReconstructArgs, t FragmentAt, shard []byte) error {
+	d, err := s.drive(ctx, t.Drive)
+	if err != nil {
+		return err
+	}
+	sz := int(a.ShardSize)
+	frag := erasure.AlignedBuffer(erasure.FragmentSize(sz))
+	copy(erasure.FragmentShard(frag, sz), shard)
+	key := a.key(t.Index)
+	erasure.SealFragment(frag, erasure.Header{Key: key, K: a.K, M: a.M, Pool: a.Pool, StripeLen: a.StripeLen, ShardSize: a.ShardSize})
+	if err := d.WriteFragment(ctx, key, frag); err != nil {
+		return fmt.Errorf("write %v to %v: %w", key, t.Drive, err)
+	}
+	return nil
+}
+
+// FaultArgs injects a fault into a served drive (emulation and tests).
+type FaultArgs struct {
+	Drive    placement.DriveID `json:"drive"`
+	Op       string            `json:"op"` // fail, heal, corrupt, slow
+	Fraction float64           `json:"fraction,omitempty"`
+	Delay    time.Duration     `json:"delay,omitempty"`
+	Seed     int64             `json:"seed,omitempty"`
+}
+
+// Fault applies a to a drive this server wraps with chunkstore.WithFaults.
+func (s *Server) Fault(a FaultArgs) error {
+	d, err := s.Drive(a.Drive)
+	if err != nil {
+		return err
+	}
+	f, ok := d.(*chunkstore.FaultyDrive)
+	if !ok {
+		return fmt.Errorf("%w: drive %v does not take injected faults", chunkstore.ErrInvalid, a.Drive)
+	}
+	switch a.Op {
+	case "fail":
+		f.Fail()
+	case "heal":
+		f.Heal()
+	case "corrupt":
+		if a.Fraction < 0 || a.Fraction > 1 {
+			return fmt.Errorf("%w: corrupt fraction %g: want 0..1", chunkstore.ErrInvalid, a.Fraction)
+		}
+		f.CorruptReads(a.Fraction, a.Seed)
+	case "slow":
+		if a.Delay < 0 {
+			return fmt.Errorf("%w: slow %v", chunkstore.ErrInvalid, a.Delay)
+		}
+		f.SlowDown(a.Delay)
+	default:
+		return fmt.Errorf("%w: fault %q: want fail, heal, corrupt or slow", chunkstore.ErrInvalid, a.Op)
+	}
+	s.log.Warn("fault injected", "drive", a.Drive.String(), "op", a.Op, "fraction", a.Fraction, "delay", a.Delay)
+	return nil
+}
+
+func (s *Server) registerRecovery(r *rpc.Server) {
+	r.Handle("storage.Reconstruct", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		var a ReconstructArgs
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+		}
+		res, err := s.Reconstruct(ctx, &a)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: res}, nil
+	})
+	r.Handle("storage.Fault", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		var a FaultArgs
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+		}
+		return &rpc.Response{}, s.Fault(a)
+	})
+}
+
+// ServerClient calls the server-level methods of a storage server (not
+// tied to one drive).
+type ServerClient struct{ c *rpc.Client }
+
+// NewServerClient wraps an RPC client connected to a storage server.
+func NewServerClient(c *rpc.Client) *ServerClient { return &ServerClient{c: c} }
+
+// Reconstruct runs a reconstruct task on the server.
+func (sc *ServerClient) Reconstruct(ctx context.Context, a *ReconstructArgs) (*ReconstructResult, error) {
+	var res ReconstructResult
+	if err := sc.c.Call(ctx, "storage.Reconstruct", a, nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Fault injects a fault into one of the server's drives.
+func (sc *ServerClient) Fault(ctx context.Context, a FaultArgs) error {
+	return sc.c.Call(ctx, "storage.Fault", a, nil, nil)
+}
+
+// Server returns a client for the storage server that owns drive id.
+func (d *Dialer) Server(m *clustermap.Map, id placement.DriveID) (*ServerClient, error) {
+	addr, err := m.ServerAddr(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.client(addr)
+	if err != nil {
+		return nil, err
+	}
+	return NewServerClient(c), nil
+}
