@@ -172,3 +172,12 @@ func (c *Client) codec(k, m int) (*erasure.Codec, error) {
 
 // StripeBytes is the number of user bytes a full stripe of a layout holds.
 func StripeBytes(l meta.Layout) int64 { return int64(l.K) * int64(l.Unit) }
+
+// syncMeta makes the metadata changes committed so far durable, when the
+// metadata service defers durability (an optional capability).
+func (c *Client) syncMeta(ctx context.Context) error {
+	if s, ok := c.meta.(interface{ Sync(context.Context) error }); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}

@@ -31,9 +31,10 @@ type File struct {
 
 	mu struct {
 		sync.Mutex
-		attr  meta.Attr
-		size  int64                   // size including unflushed writes
-		dirty map[uint64]*dirtyStripe // stripe number -> buffered writes
+		attr    meta.Attr
+		size    int64                   // size including unflushed writes
+		dirty   map[uint64]*dirtyStripe // stripe number -> buffered writes
+		written bool                    // committed stripes since the last Flush
 		// inflight are full stripes being written in the background.
 		inflight map[uint64]*inflight
 		cache    *stripeCache // committed stripes read whole (sequential reads)
@@ -174,7 +175,14 @@ func (f *File) Flush(ctx context.Context) error {
 	if err := f.writebackLocked(ctx, false); err != nil {
 		return err
 	}
-	return f.waitLocked()
+	if err := f.waitLocked(); err != nil {
+		return err
+	}
+	if f.mu.written {
+		f.mu.written = false
+		return f.c.syncMeta(ctx)
+	}
+	return nil
 }
 
 // writebackLocked writes dirty stripes back. With completeOnly, only
@@ -309,6 +317,7 @@ func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit) er
 		return fmt.Errorf("commit %s: %w", f.name, err)
 	}
 	f.mu.attr = a
+	f.mu.written = true
 	if int64(a.Size) > f.mu.size {
 		f.mu.size = int64(a.Size)
 	}

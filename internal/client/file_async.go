@@ -71,7 +71,10 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		}
 		if err != nil {
 			f.wb.setErr(err)
-		} else if end := int64(s+1) * sb; end > int64(f.mu.attr.Size) {
+		} else {
+			f.mu.written = true
+		}
+		if end := int64(s+1) * sb; err == nil && end > int64(f.mu.attr.Size) {
 			f.mu.attr.Size = uint64(end)
 		}
 		f.mu.cache.drop(s)

@@ -66,6 +66,9 @@ func (c *Client) Put(ctx context.Context, p string, r io.Reader, o PutOptions) (
 		cleanup()
 		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
 	}
+	if err := c.syncMeta(ctx); err != nil {
+		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
+	}
 	return c.meta.Getattr(ctx, f.Ino)
 }
 

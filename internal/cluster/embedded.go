@@ -73,7 +73,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // empty, else PostgreSQL at url.
 func OpenEngine(ctx context.Context, dir, url string) (meta.Engine, error) {
 	if url == "" {
-		eng, err := sqlite.Open(filepath.Join(dir, "meta.db"))
+		// Deferred durability: a commit is durable at the next Sync, which
+		// fsync, close after writes, put, map changes and the collector
+		// call (see meta.Store.Sync).
+		eng, err := sqlite.OpenWith(filepath.Join(dir, "meta.db"), sqlite.Options{Deferred: true})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: open metadata store: %w", err)
 		}

@@ -97,6 +97,7 @@ type usage struct{ Used, Limit uint64 }
 
 // Register exposes st on s under the "meta." prefix.
 func Register(s *rpc.Server, st *meta.Store) {
+	registerSync(s, st)
 	handle(s, "meta.Getattr", func(ctx context.Context, a inoArgs) (meta.Attr, error) {
 		return st.Getattr(ctx, a.Ino)
 	})

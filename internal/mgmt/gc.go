@@ -65,6 +65,12 @@ func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCRepo
 		if err != nil || len(items) == 0 {
 			return err
 		}
+		// The commits that queued these generations must be durable before
+		// their old fragments go: else a crash could bring back metadata
+		// that points at deleted fragments.
+		if err := s.store.Sync(ctx); err != nil {
+			return err
+		}
 		var done []uint64
 		for _, it := range items {
 			ok := true

@@ -97,6 +97,9 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 			return nil, err
 		}
 		nv, err := s.store.PutBlob(ctx, mapBlob, b, ver)
+		if err == nil {
+			err = s.store.Sync(ctx) // a map epoch is never lost once announced
+		}
 		if errors.Is(err, meta.ErrConflict) {
 			if _, err := s.Load(ctx); err != nil && !errors.Is(err, meta.ErrNotFound) {
 				return nil, err

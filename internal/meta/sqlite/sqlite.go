@@ -26,6 +26,8 @@ const scanChunk = 256
 
 // Engine is a meta.Engine on one SQLite database file.
 type Engine struct {
+	path     string
+	syncs    syncGroup
 	wdb, rdb *sql.DB
 	ckdb     *sql.DB // checkpoints; nil until Open has made it
 	reqs     chan *request
@@ -84,11 +86,30 @@ type request struct {
 	done  chan struct{}
 }
 
-// Open opens (creating if needed) the database at path.
-func Open(path string) (*Engine, error) {
+// Options tune an engine.
+type Options struct {
+	// Deferred makes a commit durable only at the next Sync (or WAL
+	// checkpoint) instead of at once: synchronous=NORMAL, so Update no
+	// longer waits for an fsync. Commits stay atomic and survive a crash of
+	// the process, only a crash of the machine can lose the ones since the
+	// last Sync — the POSIX contract, where a create is durable once its
+	// directory is fsynced. Callers that need durability call Sync.
+	Deferred bool
+}
+
+// Open opens (creating if needed) the database at path, every commit
+// durable when Update returns.
+func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
+
+// OpenWith opens (creating if needed) the database at path.
+func OpenWith(path string, o Options) (*Engine, error) {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
+	if o.Deferred {
+		q.Set("_synchronous", "NORMAL")
+	} else {
+		q.Set("_synchronous", "FULL")
+	}
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
 	// The writer never checkpoints (that would put a database fsync in
@@ -118,7 +139,7 @@ func Open(path string) (*Engine, error) {
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
 	rdb.SetConnMaxLifetime(0)
-	e := &Engine{wdb: wdb, rdb: rdb, reqs: make(chan *request, maxBatch),
+	e := &Engine{path: path, wdb: wdb, rdb: rdb, reqs: make(chan *request, maxBatch),
 		quit: make(chan struct{}), done: make(chan struct{}), ckdone: make(chan struct{})}
 	q.Del("_query_only")
 	if e.ckdb, err = sql.Open("sqlite3", "file:"+path+"?"+q.Encode()); err != nil {
