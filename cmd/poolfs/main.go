@@ -74,6 +74,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(fileCmds(g)...)
 	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g), metaCmd(g), nullMountCmd())
 	root.AddCommand(benchCmd(g))
+	root.AddCommand(mountCmd(g), setstripeCmd(g), getstripeCmd(g))
 	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g))
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)

@@ -15,6 +15,8 @@ func upCmd(g *globals) *cobra.Command {
 	var cfg cluster.Config
 	var driveSize, unit, preservation string
 	var verbose, noDirect bool
+	var mountDir string
+	var mf mountFlags
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a one-machine cluster: management, metadata (SQLite) and a storage server with emulated drives",
@@ -67,6 +69,13 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 			fmt.Printf("poolfs %q up: services on %s, cluster directory %s\n", st.Name, c.Addr, c.Config.Dir)
 			printPools(os.Stdout, st)
 			fmt.Printf("try: poolfs -c %s put FILE /FILE ; poolfs -c %s status   (Ctrl-C stops)\n", c.Config.Dir, c.Config.Dir)
+			if mountDir != "" {
+				unmount, err := mountUp(cmd.Context(), g, mountDir, mf)
+				if err != nil {
+					return err
+				}
+				defer unmount()
+			}
 			<-cmd.Context().Done()
 			fmt.Println("poolfs: stopping")
 			return nil
@@ -86,5 +95,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&cfg.Layout, "layout", "declustered", "pool layout: declustered, or grouped (RAID-6 style groups of k+m drives, preservation drives as hot spares)")
 	f.StringVar(&cfg.DriveModel, "drive-model", "", "emulated drive speed: hdd-7200, hdd-10k, hdd-15k, ssd or none (kept in the map across restarts)")
 	f.Float64Var(&cfg.SpeedScale, "drive-speed-scale", 0, "scale the drive model's speed by this factor (0.1 = ten times slower), for small emulated drives")
+	f.StringVar(&mountDir, "mount", "", "also mount the file system on this directory (FUSE), unmounted at exit")
+	mf.add(cmd)
 	return cmd
 }

@@ -48,6 +48,8 @@ type Stripes interface {
 type Meta interface {
 	Namespace
 	Stripes
+	OpenFiles // namespace_ext.go
+	Xattrs    // namespace_ext.go
 }
 
 // MapSource returns the current cluster map.

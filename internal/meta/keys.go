@@ -16,6 +16,7 @@ const (
 	pLimit   = 'l' // l pool                         -> limit raw bytes
 	pBlob    = 'b' // b name                         -> version, data
 	pEvent   = 'e' // e seq                          -> event record
+	pXattr   = 'x' // x ino name                     -> xattr value
 )
 
 // Counter names (keys are pCounter + name).

@@ -25,6 +25,9 @@ func ErrorCodes() []any {
 		"meta.nametoolong", meta.ErrNameTooLong,
 		"meta.conflict", meta.ErrConflict,
 		"meta.poolfull", meta.ErrPoolFull,
+		"meta.perm", meta.ErrPerm,
+		"meta.corrupt", meta.ErrCorrupt,
+		"meta.noxattr", meta.ErrNoXattr,
 	}
 }
 
@@ -138,4 +141,5 @@ func Register(s *rpc.Server, st *meta.Store) {
 		u, l, err := st.PoolUsage(ctx, a.Pool)
 		return usage{u, l}, err
 	})
+	registerFiles(s, st)
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/client"
+	"poolfs/internal/fusefs"
+)
+
+// mountFlags are the options of `poolfs mount` and `poolfs up --mount`.
+type mountFlags struct {
+	attrTimeout time.Duration
+	allowOther  bool
+	debug       bool
+}
+
+func (f *mountFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.attrTimeout, "attr-timeout", time.Second, "how long the kernel caches attributes and names (close-to-open between mounts)")
+	cmd.Flags().BoolVar(&f.allowOther, "allow-other", os.Geteuid() == 0, "let other users use the mount (permission bits still apply)")
+	cmd.Flags().BoolVar(&f.debug, "fuse-debug", false, "log every FUSE request")
+}
+
+func (f *mountFlags) options() fusefs.Options {
+	t := f.attrTimeout
+	if t == 0 {
+		t = -1 // no caching
+	}
+	return fusefs.Options{
+		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, Debug: f.debug,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+func mountCmd(g *globals) *cobra.Command {
+	var mf mountFlags
+	cmd := &cobra.Command{
+		Use:   "mount MOUNTPOINT",
+		Short: "Mount the file system with FUSE until Ctrl-C, SIGTERM or umount",
+		Long: `Mount the cluster's file system on MOUNTPOINT (an existing directory). Any number
+of mounts of one cluster see one file system, with close-to-open consistency.
+Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPOINT.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := g.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			return serveMount(cmd.Context(), conn.Client, args[0], mf.options())
+		},
+	}
+	mf.add(cmd)
+	return cmd
+}
+
+// serveMount mounts c on dir and serves until ctx is done (then unmounts)
+// or the file system is unmounted from outside.
+func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Options) error {
+	srv, err := fusefs.Mount(dir, c, o)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("poolfs mounted on %s (Ctrl-C or umount %s to stop)\n", dir, dir)
+	done := make(chan struct{})
+	go func() {
+		srv.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		fmt.Printf("poolfs: %s unmounted\n", dir)
+		return nil
+	case <-ctx.Done():
+	}
+	fmt.Printf("poolfs: unmounting %s\n", dir)
+	return srv.Unmount()
+}
+
+// mountUp mounts the cluster that `poolfs up` just started. The caller
+// calls the returned function (unmount, disconnect) before stopping the
+// cluster.
+func mountUp(ctx context.Context, g *globals, dir string, mf mountFlags) (func(), error) {
+	conn, err := g.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := fusefs.Mount(dir, conn.Client, mf.options())
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	fmt.Printf("poolfs mounted on %s\n", dir)
+	return func() {
+		if err := srv.Unmount(); err != nil {
+			fmt.Fprintln(os.Stderr, "poolfs:", err)
+		}
+		conn.Close()
+	}, nil
+}

@@ -1,0 +1,238 @@
+package fusefs
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"poolfs/internal/cluster"
+)
+
+func cluster0() cluster.Config { return cluster.Config{} }
+
+func errorIs(err error, errno syscall.Errno) bool { return errors.Is(err, errno) }
+
+// TestLargeFile copies 64 MiB in and out through the mount, like cp.
+func TestLargeFile(t *testing.T) {
+	c := startCluster(t, cluster0())
+	mnt := mount(t, c)
+	data := make([]byte, 64<<20+12345)
+	rand.Read(data)
+	p := filepath.Join(mnt, "big")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyBuffer(f, bytes.NewReader(data), make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (want %d), equal %v, err %v", len(got), len(data), bytes.Equal(got, data), err)
+	}
+	// A second mount (another client) reads the same bytes.
+	got, err = os.ReadFile(filepath.Join(mount(t, c), "big"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("other mount: %d bytes, err %v", len(got), err)
+	}
+}
+
+// TestTwoMounts checks close-to-open between two mounts of one cluster.
+func TestTwoMounts(t *testing.T) {
+	c := startCluster(t, cluster0())
+	a, b := mount(t, c), mount(t, c)
+	pa, pb := filepath.Join(a, "f"), filepath.Join(b, "f")
+	for round, size := range []int{5000, 700000, 300} {
+		data := make([]byte, size)
+		rand.Read(data)
+		if err := os.WriteFile(pa, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(pb)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round %d: other mount read %d bytes (want %d), err %v", round, len(got), len(data), err)
+		}
+		if st, err := os.Stat(pb); err != nil || st.Size() != int64(size) {
+			t.Fatalf("round %d: stat on other mount: %v %v", round, st.Size(), err)
+		}
+	}
+	// Sparse file written on b reads as zeros with data on a.
+	f, _ := os.Create(filepath.Join(b, "sparse"))
+	f.WriteAt([]byte("tail"), 5<<20)
+	f.Close()
+	got, err := os.ReadFile(filepath.Join(a, "sparse"))
+	if err != nil || len(got) != 5<<20+4 || !bytes.Equal(got[:5<<20], make([]byte, 5<<20)) || string(got[5<<20:]) != "tail" {
+		t.Fatalf("sparse: %d bytes, %v", len(got), err)
+	}
+	// Names made on one mount are visible on the other at once.
+	if err := os.Mkdir(filepath.Join(a, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b, "d")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOneFilePerInode: two descriptors of one mount see each other's
+// writes before any close.
+func TestOneFilePerInode(t *testing.T) {
+	c := startCluster(t, cluster0())
+	p := filepath.Join(mount(t, c), "f")
+	w, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.WriteAt([]byte("written, not flushed"), 1000)
+	buf := make([]byte, 20)
+	if n, _ := r.ReadAt(buf, 1000); string(buf[:n]) != "written, not flushed" {
+		t.Fatalf("other descriptor read %q", buf[:n])
+	}
+}
+
+// TestENOSPC fills a tiny pool: the write or the close reports ENOSPC and
+// the file system stays usable.
+func TestENOSPC(t *testing.T) {
+	c := startCluster(t, cluster.Config{Drives: 7, Scheme: "4+2", Unit: 64 << 10, DriveSize: 8 << 20})
+	mnt := mount(t, c)
+	f, err := os.Create(filepath.Join(mnt, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	var werr error
+	for i := 0; i < 128 && werr == nil; i++ {
+		_, werr = f.Write(buf)
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	f.Close()
+	if !errorIs(werr, syscall.ENOSPC) {
+		t.Fatalf("filling the pool: %v, want ENOSPC", werr)
+	}
+	if err := os.Remove(filepath.Join(mnt, "fill")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "small"), []byte("ok"), 0o644); err != nil {
+		t.Fatalf("after ENOSPC: %v", err)
+	}
+}
+
+// Shared-file writers: child processes (this test binary, re-executed)
+// write disjoint ranges of one file through two mounts.
+
+const writerEnv = "POOLFS_FUSEFS_WRITER" // path|index|writers|xfer|count|strided
+
+// pattern is the byte every writer puts at offset o.
+func pattern(o int64) byte { return byte((o * 2654435761) >> 13) }
+
+// writerMain is the child: it writes its ranges and exits 0, or prints the
+// error and exits 1.
+func writerMain() int {
+	a := strings.Split(os.Getenv(writerEnv), "|")
+	idx, _ := strconv.Atoi(a[1])
+	n, _ := strconv.Atoi(a[2])
+	xfer, _ := strconv.Atoi(a[3])
+	count, _ := strconv.Atoi(a[4])
+	f, err := os.OpenFile(a[0], os.O_WRONLY, 0)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	buf := make([]byte, xfer)
+	for k := 0; k < count; k++ {
+		off := int64(idx*count+k) * int64(xfer) // segmented
+		if a[5] == "strided" {
+			off = int64(k*n+idx) * int64(xfer)
+		}
+		for i := range buf {
+			buf[i] = pattern(off + int64(i))
+		}
+		if _, err := f.WriteAt(buf, off); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	if err := f.Close(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
+}
+
+func TestSharedFileWriters(t *testing.T) {
+	c := startCluster(t, cluster0()) // 4+2, unit 64 KiB: stripes of 256 KiB
+	mnts := []string{mount(t, c), mount(t, c)}
+	const writers = 4
+	cases := []struct {
+		xfer, count int
+		strided     bool
+	}{
+		{1000, 200, true},
+		{1 << 10, 64, false},
+		{100003, 8, true},
+		{1<<20 + 7, 3, false},
+		{4 << 20, 2, true},
+	}
+	for _, tc := range cases {
+		name := fmt.Sprintf("xfer%d-segmented", tc.xfer)
+		if tc.strided {
+			name = fmt.Sprintf("xfer%d-strided", tc.xfer)
+		}
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(mnts[0], name)
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, writers)
+			for i := 0; i < writers; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					mp := filepath.Join(mnts[i%2], name)
+					cmd := exec.Command(os.Args[0], "-test.run=^$")
+					cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%d|%d|%s", writerEnv, mp, i, writers, tc.xfer, tc.count, map[bool]string{true: "strided", false: "segmented"}[tc.strided]))
+					if out, err := cmd.CombinedOutput(); err != nil {
+						errs[i] = fmt.Errorf("writer %d: %v: %s", i, err, out)
+					}
+				}(i)
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			size := int64(writers * tc.count * tc.xfer)
+			for _, m := range mnts {
+				got, err := os.ReadFile(filepath.Join(m, name))
+				if err != nil || int64(len(got)) != size {
+					t.Fatalf("%s: read %d bytes, want %d: %v", m, len(got), size, err)
+				}
+				for o := range got {
+					if got[o] != pattern(int64(o)) {
+						t.Fatalf("%s: byte %d is %d, want %d", m, o, got[o], pattern(int64(o)))
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package fusefs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"poolfs/internal/client"
+	"poolfs/internal/meta"
+)
+
+// openFile is the one client.File of an inode open in this mount, shared
+// by all its handles.
+type openFile struct {
+	ino meta.Ino
+	// pins counts handles and opens in progress; guarded by FS.mu. The
+	// entry leaves FS.mu.files when it drops to zero.
+	pins int
+	// life serialises opening and closing f, so that a new open waits for
+	// the last release's flush and then sees the committed data.
+	life sync.Mutex
+	// f is nil while the inode is not open; set under life and FS.mu.
+	f *client.File
+}
+
+// acquire returns the shared file of ino, opening it (client File and meta
+// Open) if no handle of this mount has it open. Every successful acquire is
+// balanced by one release.
+func (fsys *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
+	fsys.mu.Lock()
+	of := fsys.mu.files[ino]
+	if of == nil {
+		of = &openFile{ino: ino}
+		fsys.mu.files[ino] = of
+	}
+	of.pins++
+	fsys.mu.Unlock()
+
+	of.life.Lock()
+	defer of.life.Unlock()
+	if of.f != nil {
+		return of, nil
+	}
+	f, err := fsys.c.Open(ctx, ino, "")
+	if err == nil {
+		if err = fsys.m.Open(ctx, ino); err != nil {
+			f = nil
+		}
+	}
+	if err != nil {
+		fsys.mu.Lock()
+		of.pins--
+		fsys.dropLocked(of)
+		fsys.mu.Unlock()
+		return nil, err
+	}
+	fsys.mu.Lock()
+	of.f = f
+	fsys.mu.Unlock()
+	return of, nil
+}
+
+// release drops one pin of of. The last one flushes the file and calls
+// meta Release (which destroys an unlinked inode).
+func (fsys *FS) release(ctx context.Context, of *openFile) error {
+	of.life.Lock()
+	fsys.mu.Lock()
+	of.pins--
+	last := of.pins == 0
+	f := of.f
+	fsys.mu.Unlock()
+	var err error
+	if last && f != nil {
+		err = f.Flush(ctx)
+		if rerr := fsys.m.Release(ctx, of.ino); err == nil {
+			err = rerr
+		}
+		fsys.mu.Lock()
+		of.f = nil
+		fsys.mu.Unlock()
+	}
+	of.life.Unlock()
+	fsys.mu.Lock()
+	fsys.dropLocked(of)
+	fsys.mu.Unlock()
+	return err
+}
+
+// dropLocked removes of from the table if nothing pins it. FS.mu is held.
+func (fsys *FS) dropLocked(of *openFile) {
+	if of.pins == 0 && fsys.mu.files[of.ino] == of {
+		delete(fsys.mu.files, of.ino)
+	}
+}
+
+// openSize returns the size of ino as this mount's open File sees it
+// (including unflushed writes), if ino is open here.
+func (fsys *FS) openSize(ino meta.Ino) (uint64, bool) {
+	fsys.mu.Lock()
+	of := fsys.mu.files[ino]
+	var f *client.File
+	if of != nil {
+		f = of.f
+	}
+	fsys.mu.Unlock()
+	if f == nil {
+		return 0, false
+	}
+	return f.Attr().Size, true
+}
+
+// handle is one open file description of a regular file.
+type handle struct {
+	fsys *FS
+	of   *openFile
+}
+
+var (
+	_ fs.FileReader   = (*handle)(nil)
+	_ fs.FileWriter   = (*handle)(nil)
+	_ fs.FileFlusher  = (*handle)(nil)
+	_ fs.FileFsyncer  = (*handle)(nil)
+	_ fs.FileReleaser = (*handle)(nil)
+)
+
+func (h *handle) file() *client.File {
+	h.fsys.mu.Lock()
+	defer h.fsys.mu.Unlock()
+	return h.of.f
+}
+
+// Read reads from the shared File; holes read as zeros.
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	n, err := h.file().ReadAt(bg(ctx), dest, off)
+	if err != nil && n == 0 && !isEOF(err) {
+		return nil, h.fsys.errno("read", err)
+	}
+	return fuse.ReadResultData(dest[:n]), 0
+}
+
+// Write buffers data in the shared File; full stripes are written back as
+// they fill, the rest at flush.
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, err := h.file().WriteAt(bg(ctx), data, off)
+	if err != nil {
+		return uint32(n), h.fsys.errno("write", err)
+	}
+	return uint32(n), 0
+}
+
+// Flush runs at every close(2) of a descriptor of this handle.
+func (h *handle) Flush(ctx context.Context) syscall.Errno {
+	return h.fsys.errno("flush", h.file().Flush(bg(ctx)))
+}
+
+// Fsync (and fdatasync) make the data durable and committed.
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	return h.fsys.errno("fsync", h.file().Flush(bg(ctx)))
+}
+
+// Release is the last close of the handle.
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	return h.fsys.errno("release", h.fsys.release(bg(ctx), h.of))
+}

@@ -1,0 +1,154 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"poolfs/internal/client"
+	"poolfs/internal/meta"
+)
+
+// Options configure a mount. The zero value (plus a Client) is usable.
+type Options struct {
+	// AttrTimeout and EntryTimeout are how long the kernel caches
+	// attributes and names (default 1 s; negative: 0, no caching).
+	AttrTimeout, EntryTimeout time.Duration
+	// AllowOther lets users other than the one mounting use the mount
+	// (FUSE allow_other; needs root or user_allow_other). Permission bits
+	// are checked by the kernel (default_permissions) either way.
+	AllowOther bool
+	// MaxWrite is the largest write request (default 1 MiB, at most 1 MiB).
+	MaxWrite int
+	// Debug logs every FUSE request.
+	Debug  bool
+	Logger *slog.Logger // default: discard
+}
+
+// Validate rejects options that cannot work.
+func (o *Options) Validate() error {
+	if o.MaxWrite < 0 || o.MaxWrite > 1<<20 {
+		return fmt.Errorf("fusefs: MaxWrite %d: want 4 KiB .. 1 MiB", o.MaxWrite)
+	}
+	return nil
+}
+
+// FS is the state of one mount: the client, and the files open in it.
+type FS struct {
+	c    *client.Client
+	m    client.Meta
+	log  *slog.Logger
+	opts Options
+
+	mu struct {
+		sync.Mutex
+		files map[meta.Ino]*openFile // inodes open in this mount
+	}
+}
+
+// Server is a mounted file system.
+type Server struct {
+	dir string
+	srv *fuse.Server
+	fs  *FS
+}
+
+// Mount mounts the file system of c on dir and serves it in the background
+// until Unmount (or an external umount). dir must be an existing directory.
+func Mount(dir string, c *client.Client, o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.AttrTimeout == 0 {
+		o.AttrTimeout = time.Second
+	}
+	if o.EntryTimeout == 0 {
+		o.EntryTimeout = time.Second
+	}
+	o.AttrTimeout, o.EntryTimeout = max(o.AttrTimeout, 0), max(o.EntryTimeout, 0)
+	if o.MaxWrite == 0 {
+		o.MaxWrite = 1 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	fsys := &FS{c: c, m: c.Meta(), log: o.Logger, opts: o}
+	fsys.mu.files = map[meta.Ino]*openFile{}
+	// Fail early, with a clear message, when the cluster is not there.
+	if _, err := fsys.m.Getattr(context.Background(), meta.RootIno); err != nil {
+		return nil, fmt.Errorf("fusefs: root of the file system: %w", err)
+	}
+	neg := time.Duration(0)
+	fo := &fs.Options{
+		MountOptions: fuse.MountOptions{
+			AllowOther:         o.AllowOther,
+			Options:            []string{"default_permissions"},
+			MaxWrite:           o.MaxWrite,
+			MaxReadAhead:       o.MaxWrite,
+			MaxBackground:      64,
+			FsName:             "poolfs",
+			Name:               "poolfs",
+			DisableReadDirPlus: true, // a lookup per entry is one RPC each
+			DisableSplice:      true, // reads return memory, not file descriptors
+			DirectMount:        os.Geteuid() == 0,
+			Debug:              o.Debug,
+		},
+		AttrTimeout:     &o.AttrTimeout,
+		EntryTimeout:    &o.EntryTimeout,
+		NegativeTimeout: &neg,
+		NullPermissions: true, // mode 0 means mode 0
+		RootStableAttr:  &fs.StableAttr{Ino: uint64(meta.RootIno)},
+	}
+	root := &node{fsys: fsys, ino: meta.RootIno}
+	srv, err := fs.Mount(dir, root, fo)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	return &Server{dir: dir, srv: srv, fs: fsys}, nil
+}
+
+// Unmount unmounts the file system. If it is busy (a process has a file
+// or its working directory there), it detaches it lazily: the kernel finishes
+// the unmount when the last user goes, and Unmount waits for open files to
+// be released.
+func (s *Server) Unmount() error {
+	err := s.srv.Unmount()
+	if err != nil {
+		if lerr := syscall.Unmount(s.dir, syscall.MNT_DETACH); lerr != nil && !errors.Is(lerr, syscall.EINVAL) {
+			return fmt.Errorf("fusefs: unmount %s: %v; lazy unmount: %w", s.dir, err, lerr)
+		}
+	}
+	s.srv.Wait()
+	return nil
+}
+
+// Wait blocks until the file system is unmounted.
+func (s *Server) Wait() { s.srv.Wait() }
+
+// Dir returns the mount point.
+func (s *Server) Dir() string { return s.dir }
+
+// bg detaches an operation from the FUSE request's cancellation: an
+// interrupted syscall must not abandon a stripe commit half way (the Go
+// runtime's own SIGURG interrupts requests all the time).
+func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+func isEOF(err error) bool { return errors.Is(err, io.EOF) }
+
+// errno logs unexpected errors and converts err at the FUSE boundary.
+func (fsys *FS) errno(op string, err error) syscall.Errno {
+	e := toErrno(err)
+	if e == syscall.EIO {
+		fsys.log.Warn("fusefs: I/O error", "op", op, "err", err)
+	}
+	return e
+}

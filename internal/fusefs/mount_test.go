@@ -1,0 +1,111 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"poolfs/internal/client"
+	"poolfs/internal/cluster"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(writerEnv) != "" {
+		os.Exit(writerMain())
+	}
+	os.Exit(m.Run())
+}
+
+// requireFUSE skips (fails under CI) when this machine cannot mount.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	why := ""
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		why = "no /dev/fuse"
+	} else if os.Geteuid() != 0 {
+		why = "not root (the tests mount with allow_other and switch users)"
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("cannot run FUSE tests: %s", why)
+	}
+	t.Skipf("cannot run FUSE tests: %s", why)
+}
+
+// publicTempDir is a t.TempDir that other users can search, as the
+// permission checks and allow_other need.
+func publicTempDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, p := range []string{filepath.Dir(d), d} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// startCluster starts a small embedded cluster for one test.
+func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
+	t.Helper()
+	requireFUSE(t)
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	cfg.Listen = "127.0.0.1:0"
+	if cfg.Drives == 0 {
+		cfg.Drives, cfg.Scheme, cfg.Unit = 8, "4+2", 64<<10
+	}
+	if cfg.DriveSize == 0 {
+		cfg.DriveSize = 2 << 30
+	}
+	cfg.GCInterval = time.Hour
+	direct := false
+	cfg.DirectIO = &direct
+	c, err := cluster.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mount mounts c (through its own client connection, as a separate
+// machine would) on a new directory and unmounts it at cleanup, even when
+// the test failed.
+func mount(t *testing.T, c *cluster.Cluster) string {
+	t.Helper()
+	conn, err := cluster.Connect(context.Background(), c.Config.Dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(publicTempDir(t), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Mount(dir, conn.Client, Options{AllowOther: true})
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		done := make(chan error, 1)
+		go func() { done <- srv.Unmount() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("unmount: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			exec.Command("fusermount3", "-u", "-z", dir).Run()
+			t.Errorf("unmount %s hung; detached it", dir)
+		}
+		conn.Close()
+	})
+	return dir
+}

@@ -1,0 +1,122 @@
+package fusefs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"poolfs/internal/meta"
+)
+
+// openFlags are the FOPEN flags of a new handle. O_DIRECT bypasses the
+// page cache (FOPEN_DIRECT_IO), and lets the kernel send writes to the
+// same file in parallel.
+func openFlags(flags uint32) uint32 {
+	if flags&syscall.O_DIRECT != 0 {
+		return fuse.FOPEN_DIRECT_IO | fuse.FOPEN_PARALLEL_DIRECT_WRITES
+	}
+	return 0
+}
+
+// Open opens a regular file: the shared File of the inode, opened in this
+// mount if it was not already.
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	of, err := n.fsys.acquire(bg(ctx), n.ino)
+	if err != nil {
+		return nil, 0, n.fsys.errno("open", err)
+	}
+	// Close-to-open: if the file changed since this mount last reported
+	// it (another mount wrote it), drop the kernel's cached attributes so
+	// that reads see the new size. The page cache is dropped at every open
+	// because the handle is not FOPEN_KEEP_CACHE.
+	if a := of.f.Attr(); a.Size != n.lastSize.Load() || a.Mtime != n.lastMtime.Load() {
+		n.NotifyContent(-1, 0)
+	}
+	return &handle{fsys: n.fsys, of: of}, openFlags(flags), 0
+}
+
+// Create makes a regular file and opens it.
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	ch, errno := n.create(ctx, name, meta.TypeFile, mode, 0, "", out)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	of, err := n.fsys.acquire(bg(ctx), meta.Ino(out.Ino))
+	if err != nil {
+		return nil, nil, 0, n.fsys.errno("create", err)
+	}
+	return ch, &handle{fsys: n.fsys, of: of}, openFlags(flags), 0
+}
+
+// Setattr is chmod, chown, utimens and truncate.
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	ctx = bg(ctx)
+	if size, ok := in.GetSize(); ok {
+		if errno := n.truncate(ctx, fh, size); errno != 0 {
+			return errno
+		}
+	}
+	var sa meta.SetAttr
+	if m, ok := in.GetMode(); ok {
+		sa.Valid |= meta.SetMode
+		sa.Mode = m & meta.PermMask
+	}
+	if uid, ok := in.GetUID(); ok {
+		sa.Valid |= meta.SetUid
+		sa.Uid = uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		sa.Valid |= meta.SetGid
+		sa.Gid = gid
+	}
+	if in.Valid&fuse.FATTR_ATIME != 0 {
+		if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
+			sa.Valid |= meta.SetAtimeNow
+		} else {
+			sa.Valid |= meta.SetAtime
+			sa.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec)
+		}
+	}
+	if in.Valid&fuse.FATTR_MTIME != 0 {
+		if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
+			sa.Valid |= meta.SetMtimeNow
+		} else {
+			sa.Valid |= meta.SetMtime
+			sa.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
+		}
+	}
+	var a meta.Attr
+	var err error
+	if sa.Valid != 0 {
+		a, err = n.fsys.m.Setattr(ctx, n.ino, sa)
+	} else {
+		a, err = n.fsys.m.Getattr(ctx, n.ino)
+	}
+	if err != nil {
+		return n.fsys.errno("setattr", err)
+	}
+	n.fillAttr(a, &out.Attr)
+	return 0
+}
+
+// truncate sets the size through the shared File (opening it for the
+// call if no handle has it open), which rewrites the last partial stripe.
+func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) syscall.Errno {
+	if size > 1<<62 {
+		return syscall.EFBIG
+	}
+	if h, ok := fh.(*handle); ok {
+		return n.fsys.errno("truncate", h.file().Truncate(ctx, int64(size)))
+	}
+	of, err := n.fsys.acquire(ctx, n.ino)
+	if err != nil {
+		return n.fsys.errno("truncate", err)
+	}
+	err = of.f.Truncate(ctx, int64(size))
+	if rerr := n.fsys.release(ctx, of); err == nil {
+		err = rerr
+	}
+	return n.fsys.errno("truncate", err)
+}
