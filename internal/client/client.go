@@ -78,6 +78,8 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	headers *headerCache
+	bufs    pools    // fragment buffers per geometry
+	flats   flatPool // whole-stripe byte buffers
 
 	mu struct {
 		sync.Mutex

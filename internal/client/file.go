@@ -31,10 +31,13 @@ type File struct {
 
 	mu struct {
 		sync.Mutex
-		attr    meta.Attr
-		size    int64                   // size including unflushed writes
-		dirty   map[uint64]*dirtyStripe // stripe number -> buffered writes
-		written bool                    // committed stripes since the last Flush
+		attr     meta.Attr
+		size     int64                     // size including unflushed writes
+		dirty    map[uint64]*dirtyStripe   // stripe number -> buffered writes
+		written  bool                      // committed stripes since the last Flush
+		openSize int64                     // committed size when opened
+		gens     map[uint64]uint64         // generations this handle committed
+		recs     map[uint64]meta.StripeRec // committed records read (close-to-open cache)
 		// inflight are full stripes being written in the background.
 		inflight map[uint64]*inflight
 		cache    *stripeCache // committed stripes read whole (sequential reads)
@@ -47,6 +50,24 @@ type File struct {
 type dirtyStripe struct {
 	buf   []byte // stripe-relative; grows to the highest byte written
 	spans []span // written ranges, sorted, merged
+	// full is the stripe size: once buf outgrows smallDirty it is a whole
+	// stripe buffer from the client's pool (pooled set), so a sequential
+	// writer never reallocates.
+	full   int
+	pool   *flatPool
+	pooled bool
+}
+
+// smallDirty is the largest dirty buffer grown by reallocation; beyond it
+// a dirty stripe takes a whole-stripe buffer from the pool.
+const smallDirty = 256 << 10
+
+// release returns a pooled buffer. The stripe must not be used again.
+func (d *dirtyStripe) release() {
+	if d.pooled {
+		d.pool.put(d.buf)
+		d.buf, d.pooled = nil, false
+	}
 }
 
 type span struct{ a, b int }
@@ -72,6 +93,9 @@ func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, er
 	f.mu.size = int64(a.Size)
 	f.mu.dirty = map[uint64]*dirtyStripe{}
 	f.mu.inflight = map[uint64]*inflight{}
+	f.mu.gens = map[uint64]uint64{}
+	f.mu.recs = map[uint64]meta.StripeRec{}
+	f.mu.openSize = int64(a.Size)
 	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
 	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
 	return f, nil
@@ -105,7 +129,7 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 		n := min(len(p)-done, int(sb)-in)
 		d := f.mu.dirty[s]
 		if d == nil {
-			d = &dirtyStripe{}
+			d = &dirtyStripe{full: int(sb), pool: &f.c.flats}
 			f.mu.dirty[s] = d
 		}
 		d.write(in, p[done:done+n])
@@ -132,9 +156,18 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 
 func (d *dirtyStripe) write(at int, p []byte) {
 	if end := at + len(p); end > len(d.buf) {
-		if end <= cap(d.buf) {
+		switch {
+		case end <= cap(d.buf):
 			d.buf = d.buf[:end]
-		} else {
+		case end > smallDirty && d.pool != nil && end <= d.full:
+			nb := d.pool.get(d.full)[:end]
+			n := copy(nb, d.buf)
+			if at > n {
+				clear(nb[n:at]) // never read (spans say what was written), but tidy
+			}
+			d.release()
+			d.buf, d.pooled = nb, true
+		default:
 			nb := make([]byte, end, max(end, 2*cap(d.buf)))
 			copy(nb, d.buf)
 			d.buf = nb
@@ -209,6 +242,7 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 		conflicts, err := f.writeStripesLocked(ctx, todo, false)
 		if err == nil {
 			for _, s := range todo {
+				f.mu.dirty[s].release()
 				delete(f.mu.dirty, s)
 			}
 			return nil
@@ -242,7 +276,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	for _, r := range recs {
 		cur[r.Stripe] = r
 	}
-	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
+	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	commits := make([]meta.StripeCommit, len(todo))
 	errs := make([]error, len(todo))
 	sem := make(chan struct{}, f.c.opts.StripesInFlight)
@@ -300,6 +334,10 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	if err := f.commitLocked(ctx, commits); err != nil {
 		f.discard(ctx, commits)
 		return nil, err
+	}
+	for _, cm := range commits {
+		f.mu.gens[cm.Rec.Stripe] = cm.Rec.Gen
+		delete(f.mu.recs, cm.Rec.Stripe)
 	}
 	for _, s := range todo {
 		f.mu.cache.drop(s)
@@ -411,5 +449,12 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	f.mu.attr = a
 	f.mu.size = size
 	f.mu.cache.clear()
+	// Stripes beyond the new size are gone: forget what was known of them.
+	clear(f.mu.recs)
+	for st := range f.mu.gens {
+		if int64(st)*sb >= size {
+			delete(f.mu.gens, st)
+		}
+	}
 	return nil
 }

@@ -58,21 +58,28 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 	in := &inflight{d: d, done: make(chan struct{})}
 	f.mu.inflight[s] = in
 	lay, ino, sb := f.mu.attr.Layout, f.mu.attr.Ino, f.stripeBytes()
+	guess, known := f.genGuessLocked(s)
 	f.wb.wg.Add(1)
 	go func() {
 		defer f.wb.wg.Done()
-		err := f.c.writeFullStripe(context.Background(), lay, ino, s, d.buf[:sb], f.name)
-		// Free the slot before taking f.mu: a writer may hold f.mu while
-		// it waits for a slot.
-		<-f.wb.sem
+		// The slot is freed once the fragments are durable, before the
+		// commit, so commit latency never idles the drives. It is freed
+		// without f.mu: a writer may hold f.mu while it waits for a slot.
+		var once sync.Once
+		free := func() { once.Do(func() { <-f.wb.sem }) }
+		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d.buf[:sb], f.name, guess, known, free)
+		free()
 		f.mu.Lock()
 		if f.mu.inflight[s] == in {
 			delete(f.mu.inflight, s)
 		}
+		d.release()
 		if err != nil {
 			f.wb.setErr(err)
 		} else {
 			f.mu.written = true
+			f.mu.gens[s] = gen
+			delete(f.mu.recs, s)
 		}
 		if end := int64(s+1) * sb; err == nil && end > int64(f.mu.attr.Size) {
 			f.mu.attr.Size = uint64(end)
@@ -92,41 +99,65 @@ func (f *File) waitLocked() error {
 	return f.wb.takeErr()
 }
 
+// genGuessLocked returns the generation stripe s most likely has now, and
+// whether it is worth trusting: one this handle committed itself, or 0 for
+// a stripe beyond the size the file had when it was opened. A wrong guess
+// costs a conflict and a lookup, never correctness.
+func (f *File) genGuessLocked(s uint64) (uint64, bool) {
+	if g, ok := f.mu.gens[s]; ok {
+		return g, true
+	}
+	if int64(s)*f.stripeBytes() >= f.mu.openSize {
+		return 0, true
+	}
+	return 0, false
+}
+
 // writeFullStripe writes a whole stripe of new content and commits it over
 // whatever generation is current: the content does not depend on the old
-// one, so a conflict only means trying again on top of the newer one.
-func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, data []byte, name string) error {
-	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
+// one, so a conflict only means trying again on top of the newer one. It
+// starts from the guessed generation when known, calls written once the
+// fragments are durable, and returns the committed generation.
+func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, data []byte, name string,
+	guess uint64, known bool, written func()) (uint64, error) {
+	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	b := pool.get()
 	defer pool.put(b)
+	old := guess
 	for attempt := 0; attempt < 50; attempt++ {
-		recs, err := c.meta.Stripes(ctx, ino, s, s)
-		if err != nil {
-			return err
+		if !known {
+			recs, err := c.meta.Stripes(ctx, ino, s, s)
+			if err != nil {
+				return 0, err
+			}
+			old = 0
+			if len(recs) == 1 {
+				old = recs[0].Gen
+			}
 		}
-		var old uint64
-		if len(recs) == 1 {
-			old = recs[0].Gen
-		}
+		known = false // after a conflict, look it up
 		fillShards(b, data, lay.K, int(lay.Unit))
 		rec, err := c.writeStripe(ctx, lay, ino, s, old, b, len(data))
 		if err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
+			return 0, fmt.Errorf("write %s: %w", name, err)
 		}
+		written()
 		end := int64(s)*StripeBytes(lay) + int64(len(data))
 		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old}}, uint64(end), time.Now().UnixNano())
 		if err == nil {
-			return nil
+			return rec.Gen, nil
 		}
 		m, _ := c.Map(ctx)
 		c.deleteFragments(m, ino, rec, make([]error, len(rec.Drives)))
 		if errors.Is(err, meta.ErrPoolFull) {
-			return fmt.Errorf("commit %s: %w: %v", name, ErrPoolFull, err)
+			return 0, fmt.Errorf("commit %s: %w: %v", name, ErrPoolFull, err)
 		}
-		if !errors.Is(err, meta.ErrConflict) {
-			return fmt.Errorf("commit %s: %w", name, err)
+		if !errors.Is(err, meta.ErrConflict) && !errors.Is(err, meta.ErrInvalid) {
+			return 0, fmt.Errorf("commit %s: %w", name, err)
 		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * time.Millisecond)
+		}
 	}
-	return fmt.Errorf("commit %s stripe %d: %w (50 attempts)", name, s, meta.ErrConflict)
+	return 0, fmt.Errorf("commit %s stripe %d: %w (50 attempts)", name, s, meta.ErrConflict)
 }

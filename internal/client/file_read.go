@@ -39,13 +39,9 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 	f.mu.next = off + int64(n)
 	sb := f.stripeBytes()
 	first, last := uint64(off/sb), uint64((off+int64(n)-1)/sb)
-	recs, err := f.c.meta.Stripes(ctx, f.mu.attr.Ino, first, last)
+	byNo, err := f.recordsLocked(ctx, first, last)
 	if err != nil {
 		return 0, err
-	}
-	byNo := map[uint64]meta.StripeRec{}
-	for _, r := range recs {
-		byNo[r.Stripe] = r
 	}
 	whole := f.mu.seqs >= 2 || n >= int(sb)/2
 	for done := 0; done < n; {
@@ -56,7 +52,7 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 		dst := p[done : done+k]
 		rec, ok := byNo[s]
 		switch {
-		case !ok:
+		case !ok || rec.Gen == 0:
 			clear(dst)
 		case whole:
 			data, err := f.wholeStripe(ctx, rec)
@@ -107,11 +103,13 @@ func (f *File) wholeStripe(ctx context.Context, rec meta.StripeRec) ([]byte, err
 }
 
 func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRec, lay meta.Layout, ino meta.Ino, name string) {
-	b := newBufPool(lay.K+lay.M, int(lay.Unit)).get()
+	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
+	b := pool.get()
 	shards, err := c.readStripe(ctx, lay, ino, rec, b, name)
 	if err == nil {
 		e.data = erasure.Join(make([]byte, 0, rec.Len), shards, lay.K, int(rec.Len))
 	}
+	pool.put(b)
 	e.err = err
 	close(e.ready)
 }
@@ -124,12 +122,12 @@ func (f *File) readAhead(from uint64, sb int64) {
 			continue
 		}
 		ctx := context.Background()
-		recs, err := f.c.meta.Stripes(ctx, f.mu.attr.Ino, s, s)
-		if err != nil || len(recs) == 0 {
+		recs, err := f.recordsLocked(ctx, s, s)
+		if err != nil || recs[s].Gen == 0 {
 			return
 		}
-		e := f.mu.cache.start(s, recs[0].Gen)
-		go f.c.fillEntry(ctx, e, recs[0], f.mu.attr.Layout, f.mu.attr.Ino, f.name)
+		e := f.mu.cache.start(s, recs[s].Gen)
+		go f.c.fillEntry(ctx, e, recs[s], f.mu.attr.Layout, f.mu.attr.Ino, f.name)
 	}
 }
 
@@ -223,4 +221,35 @@ func overlay(dst []byte, d *dirtyStripe, at int) {
 			copy(dst[a-at:b-at], d.buf[a:b])
 		}
 	}
+}
+
+// recBatch is how many stripe records a read fetches at once.
+const recBatch = 64
+
+// recordsLocked returns the committed records of stripes [first, last]
+// (a record with Gen 0 marks a hole), from the handle's cache or the
+// metadata service, which it asks for recBatch stripes at a time. The cache
+// lives as long as the handle (close-to-open); the handle's own commits
+// drop their entries.
+func (f *File) recordsLocked(ctx context.Context, first, last uint64) (map[uint64]meta.StripeRec, error) {
+	out := make(map[uint64]meta.StripeRec, last-first+1)
+	for s := first; s <= last; s++ {
+		r, ok := f.mu.recs[s]
+		if !ok {
+			end := max(last, s+recBatch-1)
+			recs, err := f.c.meta.Stripes(ctx, f.mu.attr.Ino, s, end)
+			if err != nil {
+				return nil, err
+			}
+			for x := s; x <= end; x++ {
+				f.mu.recs[x] = meta.StripeRec{Stripe: x} // hole unless listed
+			}
+			for _, rr := range recs {
+				f.mu.recs[rr.Stripe] = rr
+			}
+			r = f.mu.recs[s]
+		}
+		out[s] = r
+	}
+	return out, nil
 }

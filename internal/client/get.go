@@ -56,7 +56,7 @@ func (c *Client) readStream(ctx context.Context, a meta.Attr, w io.Writer, name 
 	for _, r := range recs {
 		byNo[r.Stripe] = r
 	}
-	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
+	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	ahead := 2 * c.opts.StripesInFlight
 	futures := make(chan chan stripeResult, ahead)
 	go func() {

@@ -100,7 +100,7 @@ func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pool := newBufPool(lay.K+lay.M, int(lay.Unit))
+	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	sem := make(chan struct{}, c.opts.StripesInFlight)
 	done := make(chan written, c.opts.StripesInFlight)
 	var (

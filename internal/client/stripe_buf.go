@@ -77,3 +77,56 @@ func (b *stripeBuf) relayout(k, l, s int) {
 		clear(sh[n:])
 	}
 }
+
+// pools holds one buffer pool per stripe geometry, shared by every file of
+// a client, so steady I/O recycles buffers instead of allocating (and
+// zeroing) ten megabytes a stripe.
+type pools struct {
+	mu sync.Mutex
+	m  map[[2]int]*bufPool
+}
+
+func (p *pools) get(width, unit int) *bufPool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[[2]int]*bufPool{}
+	}
+	bp := p.m[[2]int{width, unit}]
+	if bp == nil {
+		bp = newBufPool(width, unit)
+		p.m[[2]int{width, unit}] = bp
+	}
+	return bp
+}
+
+// flatPool recycles flat buffers of whole stripes (k*unit bytes).
+type flatPool struct {
+	mu sync.Mutex
+	m  map[int]*sync.Pool
+}
+
+func (p *flatPool) get(n int) []byte {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[int]*sync.Pool{}
+	}
+	sp := p.m[n]
+	if sp == nil {
+		sp = &sync.Pool{New: func() any { b := make([]byte, n); return &b }}
+		p.m[n] = sp
+	}
+	p.mu.Unlock()
+	return (*sp.Get().(*[]byte))[:0]
+}
+
+func (p *flatPool) put(b []byte) {
+	n := cap(b)
+	p.mu.Lock()
+	sp := p.m[n]
+	p.mu.Unlock()
+	if sp != nil {
+		b = b[:n]
+		sp.Put(&b)
+	}
+}
