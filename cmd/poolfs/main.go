@@ -50,7 +50,7 @@ func newRoot() *cobra.Command {
 	if def == "" {
 		def = "./poolfs-data"
 	}
-	root.PersistentFlags().StringVarP(&g.dir, "cluster", "c", def, "cluster directory written by `poolfs up` (env POOLFS_DIR)")
+	root.PersistentFlags().StringVarP(&g.dir, "cluster", "c", def, "cluster `DIR` written by poolfs up (env POOLFS_DIR)")
 	root.PersistentFlags().StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this command to the file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	var prof *os.File
