@@ -239,7 +239,7 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
 	for attempt := 0; ; attempt++ {
-		conflicts, err := f.writeStripesLocked(ctx, todo, false)
+		err := f.writeStripesLocked(ctx, todo, false)
 		if err == nil {
 			for _, s := range todo {
 				f.mu.dirty[s].release()
@@ -252,7 +252,6 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 		}
 		// Another writer committed some of these stripes first: merge
 		// again on top of theirs.
-		_ = conflicts
 		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 	}
 }
@@ -264,13 +263,13 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 // The stripe's new length is as far as the handle's view of the file
 // reaches into it, or the committed length if that is longer (another
 // writer extended the file), unless cut is set (truncation).
-func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) ([]uint64, error) {
+func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) error {
 	lay := f.mu.attr.Layout
 	sb := f.stripeBytes()
 	ino := f.mu.attr.Ino
 	recs, err := f.c.meta.Stripes(ctx, ino, todo[0], todo[len(todo)-1])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cur := make(map[uint64]meta.StripeRec, len(recs))
 	for _, r := range recs {
@@ -329,11 +328,11 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		f.discard(ctx, commits)
-		return nil, fmt.Errorf("write %s: %w", f.name, err)
+		return fmt.Errorf("write %s: %w", f.name, err)
 	}
 	if err := f.commitLocked(ctx, commits); err != nil {
 		f.discard(ctx, commits)
-		return nil, err
+		return err
 	}
 	for _, cm := range commits {
 		f.mu.gens[cm.Rec.Stripe] = cm.Rec.Gen
@@ -342,7 +341,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	for _, s := range todo {
 		f.mu.cache.drop(s)
 	}
-	return nil, nil
+	return nil
 }
 
 // commitLocked commits stripe generations and the handle's size.
@@ -435,7 +434,7 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 		}
 		saved := f.mu.size
 		f.mu.size = size
-		_, err = f.writeStripesLocked(ctx, []uint64{s}, true)
+		err = f.writeStripesLocked(ctx, []uint64{s}, true)
 		delete(f.mu.dirty, s)
 		if err != nil {
 			f.mu.size = saved
