@@ -8,31 +8,68 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"poolfs/internal/bench"
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
+	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 	"poolfs/internal/storage"
 )
 
 // rebuildRun is the result of one layout in `poolfs bench rebuild`.
 type rebuildRun struct {
-	Layout          string           `json:"layout"`
-	Drives          int              `json:"drives"`
-	Scheme          string           `json:"scheme"`
-	FillBytes       int64            `json:"fill_bytes"`
-	FailAtSec       float64          `json:"fail_at_sec"`
-	RebuildSec      float64          `json:"rebuild_sec"`
-	Throughput      []float64        `json:"throughput_mib_s"` // client MiB/s, one per second
+	Layout      string    `json:"layout"`
+	Drives      int       `json:"drives"`
+	Scheme      string    `json:"scheme"`
+	FillBytes   int64     `json:"fill_bytes"`
+	FailAtSec   float64   `json:"fail_at_sec"`
+	RebuildSec  float64   `json:"rebuild_sec"` // failure to healthy, under load
+	RunSec      float64   `json:"run_sec"`     // the coordinator's run alone
+	Throughput  []float64 `json:"throughput_mib_s"`
+	HealthyMiBs float64   `json:"healthy_mib_s"` // mean client MiB/s before the failure
+	RebuildMiBs float64   `json:"rebuild_mib_s"` // mean client MiB/s while rebuilding
+	// RebuiltBytes is what the rebuild wrote; BoundSec the time the drive
+	// model allows for its reads and writes spread over the surviving
+	// drives, BusiestBoundSec the busiest drive's busy time alone.
+	RebuiltBytes    int64            `json:"rebuilt_bytes"`
+	BoundSec        float64          `json:"bound_sec"`
+	BusiestBoundSec float64          `json:"busiest_bound_sec"`
 	DriveIO         map[string]int64 `json:"drive_rebuild_io"` // bytes read+written per drive
 	BusiestOverMean float64          `json:"busiest_over_mean"`
-	Verified        bool             `json:"verified"`
+	ReadSkew        float64          `json:"read_busiest_over_mean"`
+	WriteSkew       float64          `json:"write_busiest_over_mean"`
+	CPUCores        float64          `json:"cpu_cores"` // mean cores busy from failure to healthy
+	// A second failure with no client load (declustered only).
+	NoLoadPriority  string  `json:"noload_priority,omitempty"`
+	NoLoadRunSec    float64 `json:"noload_run_sec,omitempty"`
+	NoLoadBoundSec  float64 `json:"noload_bound_sec,omitempty"`
+	NoLoadReadSkew  float64 `json:"noload_read_busiest_over_mean,omitempty"`
+	NoLoadWriteSkew float64 `json:"noload_write_busiest_over_mean,omitempty"`
+	NoLoadCPUCores  float64 `json:"noload_cpu_cores,omitempty"`
+	Verified        bool    `json:"verified"`
+}
+
+// rebuildOpts are the flags of `poolfs bench rebuild`.
+type rebuildOpts struct {
+	drives  int
+	scheme  string
+	model   string
+	scale   float64
+	fill    int64
+	unit    uint32
+	healthy int  // seconds of load before the failure
+	noLoad  bool // measure a second failure without load
+	// noLoadPriority is the pool's rebuild priority for that second failure.
+	noLoadPriority string
 }
 
 // addBenchRebuild adds `bench rebuild` to the bench command of root.
@@ -45,20 +82,22 @@ func addBenchRebuild(root *cobra.Command, g *globals) {
 }
 
 func benchRebuildCmd(g *globals) *cobra.Command {
-	var drives int
-	var scheme, model, fill, unit, out string
-	var scale float64
+	var o rebuildOpts
+	var fill, unit, out, layouts string
 	cmd := &cobra.Command{
 		Use:   "rebuild",
 		Short: "The DDP vs RAID-6 experiment: fail a drive under load, declustered and grouped, same emulated drives",
-		Long: `For each layout, start a private cluster of emulated drives (speed model scaled so that
-the drives, not this machine, are the bottleneck), fill it, run a sequential write+read load,
-fail a drive, and record client throughput every second, the rebuild duration and each drive's
-rebuild I/O. Writes OUT.json and OUT.svg and prints the rebuild-time ratio next to the
-theoretical (N-1)/(k+1) bound. Every byte is verified at the end.`,
+		Long: `For each layout, start a private cluster, fill it (at full speed), restart it on emulated
+drives (speed model scaled so that the drives, not this machine, are the bottleneck), run a
+sequential write+read load, fail a drive, and record client throughput every second, the
+rebuild duration, each drive's rebuild reads and writes, and the CPU used. The declustered run
+then fails a second drive without load and compares the rebuild time with what the drive model
+allows. Writes OUT.json, OUT.svg (both layouts) and OUT-LAYOUT.svg (each with its rebuild
+window) and prints the rebuild-time ratio next to the theoretical (N-1)/(k+1) bound. Every byte
+is verified at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, m, err := cluster.ParseScheme(scheme)
+			k, m, err := cluster.ParseScheme(o.scheme)
 			if err != nil {
 				return err
 			}
@@ -70,84 +109,244 @@ theoretical (N-1)/(k+1) bound. Every byte is verified at the end.`,
 			if err != nil {
 				return err
 			}
+			o.fill, o.unit = fb, uint32(u)
 			var runs []rebuildRun
-			for _, layout := range []string{"declustered", "grouped"} {
-				r, err := runRebuildBench(cmd.Context(), layout, drives, scheme, model, scale, fb, uint32(u))
+			for _, layout := range strings.Split(layouts, ",") {
+				r, err := runRebuildBench(cmd.Context(), o, layout)
 				if err != nil {
 					return fmt.Errorf("%s: %w", layout, err)
 				}
-				fmt.Printf("%-12s rebuild %6.1f s, busiest/mean drive rebuild I/O %.2f, verified %v\n",
-					layout, r.RebuildSec, r.BusiestOverMean, r.Verified)
+				printRebuildRun(r)
 				runs = append(runs, r)
 			}
-			ratio := runs[1].RebuildSec / runs[0].RebuildSec
-			bound := float64(drives-1) / float64(k+1)
-			fmt.Printf("grouped/declustered rebuild time: %.1fx (theoretical bound (N-1)/(k+1) = %.1f for N=%d, %d+%d)\n",
-				ratio, bound, drives, k, m)
-			b, _ := json.MarshalIndent(map[string]any{"runs": runs, "ratio": ratio, "bound": bound}, "", "  ")
+			res := map[string]any{"runs": runs, "command": strings.Join(os.Args, " ")}
+			if len(runs) == 2 {
+				ratio := runs[1].RebuildSec / runs[0].RebuildSec
+				rate := (float64(runs[0].RebuiltBytes) / runs[0].RebuildSec) / (float64(runs[1].RebuiltBytes) / runs[1].RebuildSec)
+				bound := float64(o.drives-1) / float64(k+1)
+				fmt.Printf("grouped/declustered rebuild time: %.1fx, rebuild rate %.1fx (theoretical bound (N-1)/(k+1) = %.1f for N=%d, %d+%d)\n",
+					ratio, rate, bound, o.drives, k, m)
+				res["ratio"], res["rate_ratio"], res["bound"] = ratio, rate, bound
+			}
+			b, _ := json.MarshalIndent(res, "", "  ")
 			if err := os.WriteFile(out+".json", b, 0o644); err != nil {
 				return err
 			}
-			var series []bench.Series
-			for _, r := range runs {
-				s := bench.Series{Name: r.Layout}
-				for i, v := range r.Throughput {
-					s.X, s.Y = append(s.X, float64(i)-r.FailAtSec), append(s.Y, v)
-				}
-				series = append(series, s)
-			}
-			ch := bench.TimelineChart(series, 0, runs[0].RebuildSec)
-			ch.Title = fmt.Sprintf("Client throughput, drive failed at 0 s (%d drives %s, %s x%g)", drives, scheme, model, scale)
-			ch.Mark.Label = "declustered rebuild"
-			var svg bytes.Buffer
-			if err := ch.WriteSVG(&svg); err != nil {
+			if err := writeRebuildCharts(out, runs, o); err != nil {
 				return err
 			}
-			fmt.Printf("wrote %s.json and %s.svg\n", out, out)
-			return os.WriteFile(out+".svg", svg.Bytes(), 0o644)
+			fmt.Printf("wrote %s.json and %s*.svg\n", out, out)
+			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&drives, "drives", 24, "drives per pool")
-	f.StringVar(&scheme, "scheme", "8+2", "erasure scheme")
-	f.StringVar(&model, "drive-model", "hdd-7200", "emulated drive model")
-	f.Float64Var(&scale, "drive-speed-scale", 0.05, "drive speed factor (smaller: slower drives, so the CPU is not the bottleneck)")
-	f.StringVar(&fill, "fill", "96M", "user bytes written before the failure")
-	f.StringVar(&unit, "unit", "64K", "stripe unit")
+	f.IntVar(&o.drives, "drives", 60, "drives per pool")
+	f.StringVar(&o.scheme, "scheme", "8+2", "erasure scheme")
+	f.StringVar(&o.model, "drive-model", "hdd-7200", "emulated drive model")
+	f.Float64Var(&o.scale, "drive-speed-scale", 0.02, "drive speed factor (smaller: slower drives, so the CPU is not the bottleneck)")
+	f.StringVar(&fill, "fill", "3G", "user bytes written before the failure")
+	f.StringVar(&unit, "unit", "256K", "stripe unit")
+	f.IntVar(&o.healthy, "healthy", 8, "seconds of load before the failure")
+	f.BoolVar(&o.noLoad, "no-load", true, "declustered: also rebuild a second failure without client load")
+	f.StringVar(&o.noLoadPriority, "no-load-priority", "highest", "rebuild priority of the no-load rebuild (the loaded one runs at the default, medium)")
+	f.StringVar(&layouts, "layouts", "declustered,grouped", "layouts to run, in order")
 	f.StringVar(&out, "out", "rebuild", "result file prefix (PREFIX.json, PREFIX.svg)")
 	return cmd
 }
 
-func runRebuildBench(ctx context.Context, layout string, drives int, scheme, model string, scale float64, fill int64, unit uint32) (rebuildRun, error) {
-	r := rebuildRun{Layout: layout, Drives: drives, Scheme: scheme, FillBytes: fill}
+func printRebuildRun(r rebuildRun) {
+	fmt.Printf("%-12s rebuild %6.1f s (run %.1f s; drive bound %.1f s, busiest drive %.1f s: %.0f%% of the bound), %s rebuilt\n",
+		r.Layout, r.RebuildSec, r.RunSec, r.BoundSec, r.BusiestBoundSec,
+		100*max(r.BoundSec, r.BusiestBoundSec)/max(r.RunSec, 1e-9), human(r.RebuiltBytes))
+	fmt.Printf("             busiest/mean drive rebuild I/O: reads %.2f, writes %.2f, all %.2f; CPU %.2f cores\n",
+		r.ReadSkew, r.WriteSkew, r.BusiestOverMean, r.CPUCores)
+	fmt.Printf("             client %.1f MiB/s healthy, %.1f MiB/s during the rebuild (%.0f%%); verified %v\n",
+		r.HealthyMiBs, r.RebuildMiBs, 100*r.RebuildMiBs/max(r.HealthyMiBs, 1e-9), r.Verified)
+	if r.NoLoadRunSec > 0 {
+		fmt.Printf("             no load (priority %s): rebuild run %.1f s, drive bound %.1f s (%.0f%%), reads %.2f writes %.2f busiest/mean, CPU %.2f cores\n",
+			r.NoLoadPriority, r.NoLoadRunSec, r.NoLoadBoundSec, 100*r.NoLoadBoundSec/r.NoLoadRunSec, r.NoLoadReadSkew, r.NoLoadWriteSkew, r.NoLoadCPUCores)
+	}
+}
+
+// writeRebuildCharts writes OUT.svg (every layout, the first one's rebuild
+// window shaded) and OUT-LAYOUT.svg (one layout, its own window).
+func writeRebuildCharts(out string, runs []rebuildRun, o rebuildOpts) error {
+	var series []bench.Series
+	for _, r := range runs {
+		s := bench.Series{Name: r.Layout}
+		for i, v := range r.Throughput {
+			s.X, s.Y = append(s.X, float64(i+1)-r.FailAtSec), append(s.Y, v)
+		}
+		series = append(series, s)
+	}
+	write := func(name string, ss []bench.Series, r rebuildRun) error {
+		ch := bench.TimelineChart(ss, 0, r.RebuildSec)
+		ch.Title = fmt.Sprintf("Client throughput, drive failed at 0 s (%d drives %s, %s x%g)", o.drives, o.scheme, o.model, o.scale)
+		ch.Mark.Label = r.Layout + " rebuild"
+		var svg bytes.Buffer
+		if err := ch.WriteSVG(&svg); err != nil {
+			return err
+		}
+		return os.WriteFile(name, svg.Bytes(), 0o644)
+	}
+	if len(runs) == 0 {
+		return nil
+	}
+	if err := write(out+".svg", series, runs[0]); err != nil {
+		return err
+	}
+	for i, r := range runs {
+		if err := write(out+"-"+r.Layout+".svg", series[i:i+1], r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchCluster starts the cluster of one bench run in dir with drive model
+// model (scaled) and connects to it.
+func benchCluster(ctx context.Context, dir, layout string, drives int, scheme, model string, scale float64, unit uint32) (*cluster.Cluster, *cluster.Conn, error) {
+	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, Listen: "127.0.0.1:0", Drives: drives, Scheme: scheme,
+		Unit: unit, DriveSize: 4 << 30, Layout: layout, DriveModel: model, SpeedScale: scale,
+		GCInterval: time.Hour, HealthInterval: 200 * time.Millisecond, RebuildInterval: 5 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := cluster.Connect(ctx, dir, client.Options{})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, conn, nil
+}
+
+// cpuSeconds is the user+system CPU time of this process.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// rebuildBound is the shortest time the drives of model sm allow for the
+// rebuild I/O of reads and writes (bytes per drive, in fragments of
+// fragSize): the larger of the busiest drive's busy time and the total busy
+// time spread over the surviving drives.
+func rebuildBound(sm chunkstore.SpeedModel, reads, writes map[string]int64, surviving int, fragSize int64) (aggregate, busiest float64) {
+	svc := func(bw int64) float64 {
+		d := sm.Latency.Seconds()
+		if bw > 0 {
+			d += float64(fragSize) / float64(bw)
+		}
+		if sm.IOPS > 0 {
+			d = max(d, 1/float64(sm.IOPS))
+		}
+		return d
+	}
+	busy := map[string]float64{}
+	for d, b := range reads {
+		busy[d] += float64(b/fragSize) * svc(sm.ReadBW)
+	}
+	for d, b := range writes {
+		busy[d] += float64(b/fragSize) * svc(sm.WriteBW)
+	}
+	var sum float64
+	for _, v := range busy {
+		sum += v
+		busiest = max(busiest, v)
+	}
+	return sum / float64(surviving), busiest
+}
+
+// skew is the busiest drive's bytes over the mean of the drives that did any.
+func skew(io map[string]int64) float64 {
+	var sum, hi int64
+	for _, v := range io {
+		sum += v
+		hi = max(hi, v)
+	}
+	if len(io) == 0 || sum == 0 {
+		return 0
+	}
+	return float64(hi) / (float64(sum) / float64(len(io)))
+}
+
+func diff(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// failAndWait fails drive id and samples every tick until the rebuild it
+// starts has finished. It returns the seconds from the failure to the end.
+func failAndWait(ctx context.Context, c *cluster.Cluster, id int, tick *time.Ticker, sample func()) (float64, error) {
+	if err := c.Mgmt.FailDrive(ctx, placement.DriveID(id), "bench rebuild"); err != nil {
+		return 0, err
+	}
+	if err := c.Mgmt.DriveFault(ctx, faultFail(id)); err != nil {
+		return 0, err
+	}
+	failed := time.Now()
+	started := false
+	for {
+		<-tick.C
+		sample()
+		st := c.Mgmt.Rebuild()
+		if st.Active {
+			started = true
+		}
+		if started && !st.Active && st.Degraded+st.Critical == 0 {
+			return time.Since(failed).Seconds(), nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuildRun, error) {
+	r := rebuildRun{Layout: layout, Drives: o.drives, Scheme: o.scheme, FillBytes: o.fill}
+	k, _, _ := cluster.ParseScheme(o.scheme)
+	sm, err := chunkstore.ModelByName(o.model)
+	if err != nil {
+		return r, err
+	}
+	sm = sm.Scale(o.scale)
 	dir, err := os.MkdirTemp("", "poolfs-bench-rebuild-")
 	if err != nil {
 		return r, err
 	}
 	defer os.RemoveAll(dir)
-	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, Listen: "127.0.0.1:0", Drives: drives, Scheme: scheme,
-		Unit: unit, DriveSize: 4 << 30, Layout: layout, DriveModel: model, SpeedScale: scale,
-		GCInterval: time.Hour, HealthInterval: 200 * time.Millisecond, RebuildInterval: 5 * time.Second})
+	// Fill at full speed (no drive model), then restart on the emulated drives.
+	c, conn, err := benchCluster(ctx, dir, layout, o.drives, o.scheme, "none", 0, o.unit)
 	if err != nil {
 		return r, err
 	}
-	defer c.Close()
-	conn, err := cluster.Connect(ctx, dir, client.Options{})
-	if err != nil {
-		return r, err
-	}
-	defer conn.Close()
 	files := map[string][]byte{}
 	const fileSize = 4 << 20
-	for i := int64(0); i*fileSize < fill; i++ {
+	for i := int64(0); i*fileSize < o.fill; i++ {
 		data := make([]byte, fileSize)
 		rand.Read(data)
 		p := fmt.Sprintf("/fill%04d", i)
 		if _, err := conn.Client.Put(ctx, p, bytes.NewReader(data), client.PutOptions{Size: fileSize}); err != nil {
+			conn.Close()
+			c.Close()
 			return r, err
 		}
 		files[p] = data
 	}
+	conn.Close()
+	c.Close()
+	c, conn, err = benchCluster(ctx, dir, layout, o.drives, o.scheme, o.model, o.scale, o.unit)
+	if err != nil {
+		return r, err
+	}
+	defer func() { conn.Close(); c.Close() }()
 	var names []string
 	for p := range files {
 		names = append(names, p)
@@ -190,56 +389,66 @@ func runRebuildBench(ctx context.Context, layout string, drives int, scheme, mod
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for i := 0; i < 5; i++ {
+	for i := 0; i < o.healthy; i++ {
 		<-tick.C
 		sample()
+	}
+	for _, v := range r.Throughput[1:] { // the first second warms up
+		r.HealthyMiBs += v / float64(len(r.Throughput)-1)
 	}
 	r.FailAtSec = time.Since(start).Seconds()
-	if err := c.Mgmt.FailDrive(ctx, 3, "bench rebuild"); err != nil {
+	before := c.Mgmt.Rebuild()
+	cpu0, wall0 := cpuSeconds(), time.Now()
+	r.RebuildSec, err = failAndWait(ctx, c, 3, tick, sample)
+	if err != nil {
 		stop()
 		wg.Wait()
 		return r, err
 	}
-	if err := c.Mgmt.DriveFault(ctx, faultFail(3)); err != nil {
-		stop()
-		wg.Wait()
-		return r, err
+	r.CPUCores = (cpuSeconds() - cpu0) / time.Since(wall0).Seconds()
+	during := r.Throughput[int(r.FailAtSec+0.5):]
+	for _, v := range during {
+		r.RebuildMiBs += v / float64(len(during))
 	}
-	failed := time.Now()
-	started := false
-	for {
-		<-tick.C
-		sample()
-		st := c.Mgmt.Rebuild()
-		if st.Active {
-			started = true
-		}
-		if started && !st.Active && st.Degraded+st.Critical == 0 {
-			r.RebuildSec = time.Since(failed).Seconds()
-			r.DriveIO = st.DriveIO
-			break
-		}
-		if ctx.Err() != nil {
-			stop()
-			wg.Wait()
-			return r, ctx.Err()
-		}
+	after := c.Mgmt.Rebuild()
+	r.RunSec = after.LastSeconds
+	r.DriveIO = diff(after.DriveIO, before.DriveIO)
+	reads, writes := diff(after.DriveReads, before.DriveReads), diff(after.DriveWrites, before.DriveWrites)
+	r.BusiestOverMean, r.ReadSkew, r.WriteSkew = skew(r.DriveIO), skew(reads), skew(writes)
+	for _, v := range writes {
+		r.RebuiltBytes += v
 	}
+	fragSize := int64(erasure.FragmentSize(erasure.ShardSize(k*int(o.unit), k, int(o.unit))))
+	r.BoundSec, r.BusiestBoundSec = rebuildBound(sm, reads, writes, o.drives-1, fragSize)
 	for i := 0; i < 3; i++ {
 		<-tick.C
 		sample()
 	}
 	stop()
 	wg.Wait()
-	var sum, hi int64
-	for _, v := range r.DriveIO {
-		sum += v
-		hi = max(hi, v)
+	if o.noLoad && layout == "declustered" {
+		// A second failure with no client load: how close to the drives' bound?
+		if err := c.Mgmt.SetRebuildPriority(ctx, "default", o.noLoadPriority); err != nil {
+			return r, err
+		}
+		before := c.Mgmt.Rebuild()
+		cpu0, wall0 := cpuSeconds(), time.Now()
+		if _, err := failAndWait(ctx, c, 7, tick, func() {}); err != nil {
+			return r, err
+		}
+		r.NoLoadPriority = o.noLoadPriority
+		r.NoLoadCPUCores = (cpuSeconds() - cpu0) / time.Since(wall0).Seconds()
+		after := c.Mgmt.Rebuild()
+		r.NoLoadRunSec = after.LastSeconds
+		reads, writes := diff(after.DriveReads, before.DriveReads), diff(after.DriveWrites, before.DriveWrites)
+		r.NoLoadReadSkew, r.NoLoadWriteSkew = skew(reads), skew(writes)
+		r.NoLoadBoundSec, _ = rebuildBound(sm, reads, writes, o.drives-2, fragSize)
 	}
-	if len(r.DriveIO) > 0 && sum > 0 {
-		r.BusiestOverMean = float64(hi) / (float64(sum) / float64(len(r.DriveIO)))
-	}
-	if _, err := conn.Client.RefreshMap(ctx); err != nil {
+	// Verify every byte on unthrottled drives.
+	conn.Close()
+	c.Close()
+	c, conn, err = benchCluster(ctx, dir, layout, o.drives, o.scheme, "none", 0, o.unit)
+	if err != nil {
 		return r, err
 	}
 	for p, want := range files {

@@ -82,9 +82,9 @@ func printRebuild(w io.Writer, st *mgmt.RebuildStatus) {
 		if st.ETA > 0 {
 			eta = time.Duration(st.ETA * float64(time.Second)).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%s: %.1f%% (%s of %s), %s/s, ETA %s, %d/%d tasks (%d skipped: rewritten, %d failed), priority %s (%d in parallel)\n",
+		fmt.Fprintf(w, "%s: %.1f%% (%s of %s), %s/s, ETA %s, %d/%d tasks (%d skipped: rewritten, %d failed), priority %s (%d tasks running, up to %d per drive)\n",
 			st.Kind, st.Percent(), human(st.BytesDone), human(st.Bytes), human(int64(st.Rate)), eta,
-			st.Done, st.Tasks, st.Skipped, st.Failed, st.Priority, st.Workers)
+			st.Done, st.Tasks, st.Skipped, st.Failed, st.Priority, st.Running, st.Depth)
 	} else if st.LastSeconds > 0 {
 		fmt.Fprintf(w, "no rebuild running; the last one took %s\n", time.Duration(st.LastSeconds*float64(time.Second)).Round(time.Millisecond))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -36,7 +37,12 @@ type RebuildStatus struct {
 	Epoch    uint64 `json:"epoch"`
 	Started  int64  `json:"started,omitempty"` // unix ns of the current run
 	Priority string `json:"priority"`
-	Workers  int    `json:"workers"`
+	// Depth is the reconstruct tasks allowed per drive at Priority, and
+	// MaxTasks (0: none) the limit over the pool.
+	Depth    int `json:"depth"`
+	MaxTasks int `json:"max_tasks,omitempty"`
+	// Running is the number of tasks in flight.
+	Running int `json:"running"`
 	// Task counts of the current pass.
 	Tasks   int `json:"tasks"`
 	Done    int `json:"done"`
@@ -57,6 +63,10 @@ type RebuildStatus struct {
 	// DriveIO is the bytes each drive read or wrote for recovery since the
 	// cluster started (the declustering figure: compare busiest and mean).
 	DriveIO map[string]int64 `json:"drive_io,omitempty"`
+	// DriveReads and DriveWrites split DriveIO into the bytes read (as a
+	// source) and written (as a target).
+	DriveReads  map[string]int64 `json:"drive_reads,omitempty"`
+	DriveWrites map[string]int64 `json:"drive_writes,omitempty"`
 	// Last is the duration in seconds of the last finished run.
 	LastSeconds float64 `json:"last_sec,omitempty"`
 	LastError   string  `json:"last_error,omitempty"`
@@ -89,6 +99,8 @@ func (s *Service) coord() *coordinator {
 		s.co = &coordinator{kick: make(chan struct{}, 1)}
 		s.co.mu.reported = map[[2]uint64]bool{}
 		s.co.mu.st.DriveIO = map[string]int64{}
+		s.co.mu.st.DriveReads = map[string]int64{}
+		s.co.mu.st.DriveWrites = map[string]int64{}
 	})
 	return s.co
 }
@@ -108,10 +120,9 @@ func (s *Service) Rebuild() RebuildStatus {
 	defer co.mu.Unlock()
 	st := co.mu.st
 	st.Lost = slices.Clone(st.Lost)
-	st.DriveIO = make(map[string]int64, len(co.mu.st.DriveIO))
-	for k, v := range co.mu.st.DriveIO {
-		st.DriveIO[k] = v
-	}
+	st.DriveIO = maps.Clone(co.mu.st.DriveIO)
+	st.DriveReads = maps.Clone(co.mu.st.DriveReads)
+	st.DriveWrites = maps.Clone(co.mu.st.DriveWrites)
 	if st.Active && st.Started != 0 {
 		el := time.Since(time.Unix(0, st.Started)).Seconds()
 		if el > 0 {
@@ -130,6 +141,7 @@ func (s *Service) Rebuild() RebuildStatus {
 // pass ran). It is the only goroutine that executes recovery tasks.
 func (s *Service) RunCoordinator(ctx context.Context, interval time.Duration) {
 	co := s.coord()
+	defer s.StopScrub() // a scrub runs no longer than the coordinator
 	s.kickRebuild()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -318,23 +330,23 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 			}
 		}
 	}()
-	workers := func() int {
-		m2, err := s.Map(runCtx)
-		if err != nil {
-			return 1
+	limits := func() recovery.Limits {
+		lvl := 2
+		if m2, err := s.Map(runCtx); err == nil {
+			if p2, err := m2.Pool(pool.ID); err == nil {
+				lvl, _ = clustermap.ParsePriority(p2.RebuildPriority)
+			}
 		}
-		p2, err := m2.Pool(pool.ID)
-		if err != nil {
-			return 1
-		}
-		lvl, _ := clustermap.ParsePriority(p2.RebuildPriority)
-		w := clustermap.RebuildWorkers(lvl, len(in.Up), pool.K)
+		depth, most := clustermap.RebuildLimits(lvl, len(in.Up), pool.K)
 		co.mu.Lock()
-		co.mu.st.Priority, co.mu.st.Workers = clustermap.Priorities[lvl], w
+		co.mu.st.Priority, co.mu.st.Depth, co.mu.st.MaxTasks = clustermap.Priorities[lvl], depth, most
 		co.mu.Unlock()
-		return w
+		return recovery.Limits{Depth: depth, Max: most}
 	}
 	do := func(ctx context.Context, t *recovery.Task) error {
+		co.mu.Lock()
+		co.mu.st.Running++
+		co.mu.Unlock()
 		return s.runTask(ctx, m, pool, in, recByKey[[2]uint64{t.Stripe.Ino, t.Stripe.Stripe}], t)
 	}
 	done := func(t *recovery.Task, err error) {
@@ -343,6 +355,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 		co.mu.Lock()
 		defer co.mu.Unlock()
 		st := &co.mu.st
+		st.Running--
 		st.BytesDone += int64(len(t.Sources)+len(t.Targets)) * fs
 		switch {
 		case errors.Is(err, meta.ErrConflict):
@@ -355,9 +368,11 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 			st.Done++
 			for _, src := range t.Sources {
 				st.DriveIO[src.Drive.String()] += fs
+				st.DriveReads[src.Drive.String()] += fs
 			}
 			for _, d := range t.Targets {
 				st.DriveIO[d.String()] += fs
+				st.DriveWrites[d.String()] += fs
 			}
 		}
 		switch {
@@ -369,7 +384,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 			st.Misplaced = max(0, st.Misplaced-1)
 		}
 	}
-	if err := recovery.Run(runCtx, plan.Tasks, workers, do, done); err != nil && ctx.Err() != nil {
+	if err := recovery.Run(runCtx, plan.Tasks, limits, do, done); err != nil && ctx.Err() != nil {
 		return false, ctx.Err()
 	}
 	return true, nil

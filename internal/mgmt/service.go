@@ -28,6 +28,8 @@ type Service struct {
 
 	coordOnce sync.Once
 	co        *coordinator // see coord()
+	scrubOnce sync.Once
+	sc        *scrubber // see scrub()
 
 	mu struct {
 		sync.Mutex
@@ -127,6 +129,7 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 func (s *Service) Register(r *rpc.Server) {
 	s.registerPools(r)
 	s.registerDrives(r)
+	s.registerScrub(r)
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()
 		return &rpc.Response{Result: st}, nil

@@ -3,44 +3,110 @@ package recovery
 import (
 	"context"
 	"time"
+
+	"poolfs/internal/placement"
 )
 
-// Run executes tasks in their order, with at most workers() of them in
-// flight; workers is consulted before every launch, so a priority change
-// takes effect during a run. do performs one task; done (which may be nil)
-// is called once per started task with do's result, from one goroutine at a
-// time. Run returns when every started task finished: ctx.Err() if ctx
-// ended first, else nil (task errors go to done, not to the result).
-func Run(ctx context.Context, tasks []Task, workers func() int, do func(ctx context.Context, t *Task) error, done func(t *Task, err error)) error {
+// Limits bound the recovery I/O in flight. Depth is the number of tasks
+// that may use one drive at once (as a source or a target), at least 1;
+// Max, if positive, also bounds the tasks in flight over the whole pool.
+//
+// A per-drive depth rather than a global task count is what lets a
+// declustered rebuild run at the speed of the whole pool: every surviving
+// drive is kept busy with Depth tasks, however many drives there are,
+// while the grouped layout is held back by its one hot spare, which every
+// task writes to.
+type Limits struct {
+	Depth int
+	Max   int
+}
+
+// window is how far past the first task not yet started Run looks for one
+// whose drives have room; it keeps the critical-first order nearly intact.
+const window = 2048
+
+// Run executes tasks, most urgent (first) first, launching a task when
+// every drive it reads or writes has fewer than Depth tasks in flight (and
+// fewer than Max tasks run in all). When the first pending task cannot
+// start, later ones whose drives are idle may; with nothing in flight the
+// first pending task always starts. limits is consulted at least every
+// 200 ms, so a priority change takes effect during a run. do performs one
+// task; done (which may be nil) is called once per started task with do's
+// result, from one goroutine at a time. Run returns when every started task
+// finished: ctx.Err() if ctx ended first, else nil (task errors go to done,
+// not to the result).
+func Run(ctx context.Context, tasks []Task, limits func() Limits, do func(ctx context.Context, t *Task) error, done func(t *Task, err error)) error {
 	type result struct {
 		t   *Task
 		err error
 	}
 	results := make(chan result)
+	busy := map[placement.DriveID]int{}
 	inflight := 0
 	finish := func(r result) {
 		inflight--
+		for _, d := range taskDrives(r.t) {
+			busy[d]--
+		}
 		if done != nil {
 			done(r.t, r.err)
 		}
 	}
-	var err error
-	for i := range tasks {
-		for inflight >= max(1, workers()) {
+	pending := make([]int, len(tasks))
+	for i := range pending {
+		pending[i] = i
+	}
+	lim, limAt := limits(), time.Now()
+	fits := func(t *Task) bool {
+		for _, d := range taskDrives(t) {
+			if busy[d] >= max(1, lim.Depth) {
+				return false
+			}
+		}
+		return true
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for len(pending) > 0 && ctx.Err() == nil {
+		if time.Since(limAt) >= 200*time.Millisecond {
+			lim, limAt = limits(), time.Now()
+		}
+		pick := -1
+		if lim.Max <= 0 || inflight < lim.Max {
+			for j := 0; j < len(pending) && j < window; j++ {
+				if inflight == 0 || fits(&tasks[pending[j]]) {
+					pick = j
+					break
+				}
+			}
+		}
+		if pick < 0 {
 			select {
 			case r := <-results:
 				finish(r)
-			case <-time.After(200 * time.Millisecond): // re-read workers()
+			case <-tick.C: // re-read limits
 			}
+			continue
 		}
-		if err = ctx.Err(); err != nil {
-			break
+		t := &tasks[pending[pick]]
+		pending = append(pending[:pick], pending[pick+1:]...)
+		for _, d := range taskDrives(t) {
+			busy[d]++
 		}
 		inflight++
-		go func(t *Task) { results <- result{t, do(ctx, t)} }(&tasks[i])
+		go func() { results <- result{t, do(ctx, t)} }()
 	}
 	for inflight > 0 {
 		finish(<-results)
 	}
-	return err
+	return ctx.Err()
+}
+
+// taskDrives lists the drives a task reads or writes.
+func taskDrives(t *Task) []placement.DriveID {
+	out := make([]placement.DriveID, 0, len(t.Sources)+len(t.Targets))
+	for _, s := range t.Sources {
+		out = append(out, s.Drive)
+	}
+	return append(out, t.Targets...)
 }

@@ -1,0 +1,503 @@
+package mgmt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+	"poolfs/internal/recovery"
+	"poolfs/internal/rpc"
+)
+
+// ScrubStatus is the state of the scrubber: the running pass or the last
+// one. Counts are of the current (or last) pass.
+type ScrubStatus struct {
+	Active   bool   `json:"active"`
+	Pool     string `json:"pool,omitempty"`
+	Started  int64  `json:"started,omitempty"`  // unix ns
+	Finished int64  `json:"finished,omitempty"` // unix ns, 0 while running
+	Stopped  bool   `json:"stopped,omitempty"`  // ended by `scrub stop`
+	Priority string `json:"priority,omitempty"`
+	// Stripes to check in this pass, and checked so far.
+	Stripes int   `json:"stripes"`
+	Checked int   `json:"checked"`
+	Bytes   int64 `json:"bytes"` // fragment bytes read
+	// Skipped stripes were rewritten, moved or had a fragment on a drive
+	// that is not up while they were checked: rebuild owns those.
+	Skipped int `json:"skipped"`
+	// Bad counts fragments found missing, failing their CRCs or
+	// inconsistent with the stripe's parity; Repaired those rewritten.
+	Bad          int `json:"bad"`
+	Missing      int `json:"missing"`
+	Checksum     int `json:"checksum"`
+	Inconsistent int `json:"inconsistent"`
+	Repaired     int `json:"repaired"`
+	// Unrecoverable stripes had fewer than k good fragments (or an
+	// inconsistency that cannot be located): their files lost data.
+	Unrecoverable []LostFile `json:"unrecoverable,omitempty"`
+	Rate          float64    `json:"rate"` // bytes/s
+	LastError     string     `json:"last_error,omitempty"`
+}
+
+// scrubber is the scrub state of a Service.
+type scrubber struct {
+	mu struct {
+		sync.Mutex
+		st     ScrubStatus
+		cancel context.CancelFunc // of the running pass, nil if none
+		done   chan struct{}      // closed when the running pass ends
+	}
+}
+
+func (s *Service) scrub() *scrubber {
+	s.scrubOnce.Do(func() { s.sc = &scrubber{} })
+	return s.sc
+}
+
+// ErrScrubRunning is returned by StartScrub while a pass runs.
+var ErrScrubRunning = errors.New("mgmt: a scrub is already running")
+
+// StartScrub starts a background pass over every committed stripe of pool
+// (by name; "" is the first pool) and returns at once. It returns
+// ErrScrubRunning if a pass runs. The pass reads all k+m fragments of each
+// stripe, checks their CRCs and the stripe's parity, and rewrites bad or
+// missing fragments in place on their drives. It runs at the pool's
+// rebuild priority and ends with StopScrub or when the service's
+// coordinator stops.
+func (s *Service) StartScrub(ctx context.Context, pool string) error {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return err
+	}
+	if len(m.Pools) == 0 {
+		return fmt.Errorf("%w: no pool to scrub", clustermap.ErrNoPool)
+	}
+	p := &m.Pools[0]
+	if pool != "" {
+		if p, err = m.PoolByName(pool); err != nil {
+			return err
+		}
+	}
+	sc := s.scrub()
+	sc.mu.Lock()
+	if sc.mu.cancel != nil {
+		sc.mu.Unlock()
+		return ErrScrubRunning
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sc.mu.cancel, sc.mu.done = cancel, make(chan struct{})
+	sc.mu.st = ScrubStatus{Active: true, Pool: p.Name, Started: time.Now().UnixNano()}
+	done := sc.mu.done
+	sc.mu.Unlock()
+	go func() {
+		defer close(done)
+		err := s.runScrub(rctx, p.ID)
+		sc.mu.Lock()
+		st := &sc.mu.st
+		st.Active, st.Finished = false, time.Now().UnixNano()
+		if err != nil && rctx.Err() == nil {
+			st.LastError = err.Error()
+		}
+		sc.mu.cancel = nil
+		summary := scrubSummary(st)
+		sc.mu.Unlock()
+		cancel()
+		s.event(context.Background(), EventScrubDone, "pool/"+p.Name, summary, time.Duration(st.Finished-st.Started))
+	}()
+	return nil
+}
+
+func scrubSummary(st *ScrubStatus) string {
+	how := "finished"
+	if st.Stopped {
+		how = "stopped"
+	}
+	msg := fmt.Sprintf("%s: %d of %d stripes checked (%s read), %d bad fragments (%d missing, %d checksum, %d inconsistent), %d repaired, %d files with unrecoverable stripes",
+		how, st.Checked, st.Stripes, human(st.Bytes), st.Bad, st.Missing, st.Checksum, st.Inconsistent, st.Repaired, len(st.Unrecoverable))
+	if st.LastError != "" {
+		msg += "; error: " + st.LastError
+	}
+	return msg
+}
+
+// StopScrub ends the running pass, if any, and waits for it.
+func (s *Service) StopScrub() {
+	sc := s.scrub()
+	sc.mu.Lock()
+	cancel, done := sc.mu.cancel, sc.mu.done
+	if cancel != nil {
+		sc.mu.st.Stopped = true
+	}
+	sc.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// Scrub returns the status of the running or last pass.
+func (s *Service) Scrub() ScrubStatus {
+	sc := s.scrub()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	st := sc.mu.st
+	st.Unrecoverable = slices.Clone(st.Unrecoverable)
+	end := time.Now()
+	if !st.Active && st.Finished != 0 {
+		end = time.Unix(0, st.Finished)
+	}
+	if el := end.Sub(time.Unix(0, st.Started)).Seconds(); st.Started != 0 && el > 0 {
+		st.Rate = float64(st.Bytes) / el
+	}
+	return st
+}
+
+// runScrub checks every stripe of pool pid, with the stripes in flight
+// bounded by the pool's rebuild priority (re-read as the pass runs).
+func (s *Service) runScrub(ctx context.Context, pid uint32) error {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return err
+	}
+	pool, err := m.Pool(pid)
+	if err != nil {
+		return err
+	}
+	stripes, recs, err := s.Scan(ctx, pool)
+	if err != nil {
+		return err
+	}
+	sc := s.scrub()
+	sc.mu.Lock()
+	sc.mu.st.Stripes = len(stripes)
+	sc.mu.Unlock()
+	s.event(ctx, EventScrubStart, "pool/"+pool.Name, fmt.Sprintf("epoch %d: %d stripes to check", m.Epoch, len(stripes)), 0)
+	cd, err := erasure.NewCodec(pool.K, pool.M)
+	if err != nil {
+		return err
+	}
+	// Each stripe reads all k+m drives: keep about depth stripes per drive.
+	limit := func() int {
+		lvl := 2
+		if m2, err := s.Map(ctx); err == nil {
+			if p2, err := m2.Pool(pid); err == nil {
+				lvl, _ = clustermap.ParsePriority(p2.RebuildPriority)
+			}
+		}
+		depth, most := clustermap.RebuildLimits(lvl, len(pool.Drives), pool.K)
+		n := max(1, depth*len(pool.Drives)/(pool.K+pool.M))
+		if most > 0 {
+			n = min(n, most)
+		}
+		sc.mu.Lock()
+		sc.mu.st.Priority = clustermap.Priorities[lvl]
+		sc.mu.Unlock()
+		return n
+	}
+	lost := map[uint64][]uint64{}
+	var lmu sync.Mutex
+	sem := make(chan struct{}, 1024)
+	var wg sync.WaitGroup
+	n, at := limit(), time.Now()
+	inflight := 0
+	var imu sync.Mutex
+	for i := range stripes {
+		if time.Since(at) > 200*time.Millisecond {
+			n, at = limit(), time.Now()
+		}
+		for {
+			imu.Lock()
+			ok := inflight < n
+			if ok {
+				inflight++
+			}
+			imu.Unlock()
+			if ok || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-sem:
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.scrubStripe(ctx, cd, pool, stripes[i], recs[i])
+			sc.mu.Lock()
+			st := &sc.mu.st
+			st.Checked++
+			st.Bytes += r.bytes
+			st.Missing += r.missing
+			st.Checksum += r.checksum
+			st.Inconsistent += r.inconsistent
+			st.Bad += r.missing + r.checksum + r.inconsistent
+			st.Repaired += r.repaired
+			if r.skipped {
+				st.Skipped++
+			}
+			sc.mu.Unlock()
+			if r.unrecoverable {
+				lmu.Lock()
+				lost[stripes[i].Ino] = append(lost[stripes[i].Ino], stripes[i].Stripe)
+				lmu.Unlock()
+			}
+			imu.Lock()
+			inflight--
+			imu.Unlock()
+			select {
+			case sem <- struct{}{}:
+			default:
+			}
+		}()
+	}
+	wg.Wait()
+	if len(lost) > 0 {
+		s.reportScrubLost(context.WithoutCancel(ctx), lost)
+	}
+	return ctx.Err()
+}
+
+func (s *Service) reportScrubLost(ctx context.Context, lost map[uint64][]uint64) {
+	paths := s.pathsOf(ctx, lost)
+	var files []LostFile
+	for ino, ss := range lost {
+		sort.Slice(ss, func(i, j int) bool { return ss[i] < ss[j] })
+		files = append(files, LostFile{Ino: ino, Path: paths[ino], Stripes: ss})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Ino < files[j].Ino })
+	for _, f := range files {
+		name := f.Path
+		if name == "" {
+			name = fmt.Sprintf("inode %d", f.Ino)
+		}
+		s.event(ctx, EventDataLost, name, fmt.Sprintf("scrub: inode %d stripes %v cannot be restored: fewer than k good fragments", f.Ino, f.Stripes), 0)
+	}
+	sc := s.scrub()
+	sc.mu.Lock()
+	sc.mu.st.Unrecoverable = files
+	sc.mu.Unlock()
+}
+
+// scrubResult is what checking one stripe found.
+type scrubResult struct {
+	bytes                           int64
+	missing, checksum, inconsistent int
+	repaired                        int
+	skipped, unrecoverable          bool
+}
+
+// scrubStripe reads every fragment of one stripe, classifies the bad ones
+// and rewrites them. A stripe that changed since the scan (rewritten, or
+// moved by a rebuild) or has a fragment on a drive that is not up is
+// skipped: the collector and the rebuild own those.
+func (s *Service) scrubStripe(ctx context.Context, cd *erasure.Codec, pool *clustermap.Pool, st recovery.Stripe, rec meta.StripeRec) scrubResult {
+	var r scrubResult
+	m, err := s.Map(ctx)
+	if err != nil || len(rec.Drives) != pool.K+pool.M {
+		r.skipped = true
+		return r
+	}
+	for _, id := range rec.Drives {
+		if d, err := m.Drive(placement.DriveID(id)); err != nil || d.State != clustermap.StateUp {
+			r.skipped = true
+			return r
+		}
+	}
+	width, sz := pool.K+pool.M, int(rec.ShardSize)
+	shards := make([][]byte, width)
+	kinds := make([]error, width) // why fragment i is bad, nil if good
+	var wg sync.WaitGroup
+	for i, id := range rec.Drives {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			shards[i], kinds[i] = s.readFragment(ctx, m, placement.DriveID(id), st, rec, i)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		r.skipped = true
+		return r
+	}
+	var bad []int
+	for i, e := range kinds {
+		if e == nil {
+			r.bytes += int64(erasure.FragmentSize(sz))
+		} else {
+			bad = append(bad, i)
+		}
+	}
+	if len(bad) == 0 {
+		if ok, err := cd.Verify(shards); err == nil && !ok {
+			i, found := locateInconsistent(cd, shards)
+			if !found {
+				r.unrecoverable = s.stillCommitted(ctx, rec, st)
+				r.inconsistent = 1
+				return r
+			}
+			shards[i], kinds[i], bad = nil, errInconsistent, []int{i}
+		}
+	}
+	if len(bad) == 0 {
+		return r
+	}
+	if !s.stillCommitted(ctx, rec, st) {
+		r.skipped = true
+		return r
+	}
+	for _, i := range bad {
+		switch {
+		case errors.Is(kinds[i], errInconsistent):
+			r.inconsistent++
+		case errors.Is(kinds[i], errMissing):
+			r.missing++
+		default:
+			r.checksum++
+		}
+	}
+	if len(bad) > pool.M {
+		r.unrecoverable = true
+		return r
+	}
+	for _, i := range bad {
+		shards[i] = nil
+	}
+	if err := cd.Reconstruct(shards, false); err != nil {
+		r.unrecoverable = true
+		return r
+	}
+	for _, i := range bad {
+		if err := s.rewriteFragment(ctx, m, pool, rec, st, i, shards[i]); err != nil {
+			s.log.Warn("scrub repair failed", "stripe", st.String(), "index", i, "err", err)
+			continue
+		}
+		s.log.Info("scrub repair", "stripe", st.String(), "index", i, "drive", placement.DriveID(rec.Drives[i]).String(), "cause", kinds[i])
+		r.repaired++
+	}
+	return r
+}
+
+var (
+	errInconsistent = errors.New("mgmt: fragment inconsistent with the stripe's parity")
+	errMissing      = errors.New("mgmt: fragment missing")
+)
+
+// locateInconsistent finds the one fragment whose replacement by a
+// reconstruction from the others makes the stripe consistent. With m ≥ 2
+// a single bad fragment is found; found is false otherwise.
+func locateInconsistent(cd *erasure.Codec, shards [][]byte) (int, bool) {
+	if cd.M() < 2 {
+		return 0, false
+	}
+	hit, n := 0, 0
+	for i := range shards {
+		try := slices.Clone(shards)
+		try[i] = nil
+		if err := cd.Reconstruct(try, false); err != nil {
+			continue
+		}
+		if ok, err := cd.Verify(try); err == nil && ok {
+			hit, n = i, n+1
+		}
+	}
+	return hit, n == 1
+}
+
+// stillCommitted reports whether the stripe still has generation
+// st.Gen on the same drives (not rewritten or moved since the scan).
+func (s *Service) stillCommitted(ctx context.Context, rec meta.StripeRec, st recovery.Stripe) bool {
+	rs, err := s.store.Stripes(ctx, meta.Ino(st.Ino), st.Stripe, st.Stripe)
+	return err == nil && len(rs) == 1 && rs[0].Gen == rec.Gen && slices.Equal(rs[0].Drives, rec.Drives)
+}
+
+// readFragment reads and checks fragment i of a stripe; the error says why
+// it is bad (errMissing wrapped for a fragment that is not there).
+func (s *Service) readFragment(ctx context.Context, m *clustermap.Map, id placement.DriveID, st recovery.Stripe, rec meta.StripeRec, i int) ([]byte, error) {
+	d, err := s.drives.Drive(m, id)
+	if err != nil {
+		return nil, err
+	}
+	key := erasure.FragmentKey{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, Index: uint8(i)}
+	sz := int(rec.ShardSize)
+	b, err := d.ReadFragment(ctx, key, 0, -1, erasure.AlignedBuffer(erasure.FragmentSize(sz)))
+	if err != nil {
+		if errors.Is(err, chunkstore.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %v on %v: %w", errMissing, key, id, err)
+		}
+		return nil, fmt.Errorf("read %v on %v: %w", key, id, err)
+	}
+	h, data, err := erasure.DecodeFragment(b)
+	if err != nil {
+		return nil, fmt.Errorf("%v on %v: %w", key, id, err)
+	}
+	if h.Key != key || int(h.ShardSize) != sz || h.StripeLen != rec.Len {
+		return nil, fmt.Errorf("%w: fragment on %v is %v, want %v", erasure.ErrCorrupt, id, h.Key, key)
+	}
+	return data, nil
+}
+
+// rewriteFragment writes fragment i of a stripe in place on its drive.
+func (s *Service) rewriteFragment(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, rec meta.StripeRec, st recovery.Stripe, i int, shard []byte) error {
+	id := placement.DriveID(rec.Drives[i])
+	d, err := s.drives.Drive(m, id)
+	if err != nil {
+		return err
+	}
+	sz := int(rec.ShardSize)
+	key := erasure.FragmentKey{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, Index: uint8(i)}
+	frag := erasure.AlignedBuffer(erasure.FragmentSize(sz))
+	copy(erasure.FragmentShard(frag, sz), shard)
+	erasure.SealFragment(frag, erasure.Header{Key: key, K: pool.K, M: pool.M, Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize})
+	return d.WriteFragment(ctx, key, frag)
+}
+
+// ScrubArgs are the arguments of mgmt.Scrub.
+type ScrubArgs struct {
+	Op   string `json:"op"` // start, stop or status
+	Pool string `json:"pool,omitempty"`
+}
+
+func (s *Service) registerScrub(r *rpc.Server) {
+	r.Handle("mgmt.Scrub", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		var a ScrubArgs
+		if err := json.Unmarshal(req.Args, &a); err != nil {
+			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
+		}
+		switch a.Op {
+		case "start":
+			if err := s.StartScrub(ctx, a.Pool); err != nil {
+				return nil, err
+			}
+		case "stop":
+			s.StopScrub()
+		case "status":
+		default:
+			return nil, fmt.Errorf("%w: scrub %q: want start, stop or status", meta.ErrInvalid, a.Op)
+		}
+		return &rpc.Response{Result: s.Scrub()}, nil
+	})
+}
+
+// Scrub starts (op "start"), stops ("stop") or reports ("status") the
+// scrubber and returns its status.
+func (c *Client) Scrub(ctx context.Context, op, pool string) (*ScrubStatus, error) {
+	var st ScrubStatus
+	if err := c.rc.Call(ctx, "mgmt.Scrub", ScrubArgs{Op: op, Pool: pool}, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
