@@ -14,6 +14,31 @@
 // and fdatasync, and the last release; when it returns, the data is durable
 // and committed.
 //
+// Opens and releases are cheap (opens.go): a create counts the open in the
+// transaction that makes the file, and releases are sent in batches in the
+// background (an open of an inode whose release is still queued cancels
+// it), so an open file is never less open on the metadata service than in
+// the mount, and an orphan is destroyed a few milliseconds after its last
+// close.
+//
+// # Round trips
+//
+// A create is LOOKUP (negative, one call), CREATE (one CreateAttr call that
+// also opens the file and returns the directory's new attributes, plus the
+// Getattr of client.Open), FLUSH and RELEASE (no call when nothing was
+// written), and the GETATTR of the directory that the kernel sends after
+// every change in it, answered from the attributes CreateAttr or
+// UnlinkAttr returned (dirattr.go). A stat is one LOOKUP (one call), an
+// unlink LOOKUP and UNLINK (one call each). The calls a mount makes on
+// every operation travel in a binary encoding (metarpc/wire.go).
+//
+// # Durability
+//
+// Metadata changes are durable when the metadata service says so (SQLite
+// defers them, see meta.Store.Sync): fsync of a directory (Fsyncdir) calls
+// Sync (FS.syncMeta); fsync of a file flushes its data, which syncs when
+// it committed anything.
+//
 // # Consistency between mounts
 //
 // Close-to-open, as NFS: an open sees everything that was flushed (closed,

@@ -158,7 +158,14 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 
 // Fsync (and fdatasync) make the data durable and committed.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	return h.fsys.errno("fsync", h.file().Flush(bg(ctx)))
+	ctx = bg(ctx)
+	err := h.file().Flush(ctx)
+	if err == nil {
+		// Also makes the file's create (and any metadata change) durable,
+		// even when there was no data to flush.
+		err = h.fsys.syncMeta(ctx)
+	}
+	return h.fsys.errno("fsync", err)
 }
 
 // Release is the last close of the handle.

@@ -44,10 +44,12 @@ func (o *Options) Validate() error {
 
 // FS is the state of one mount: the client, and the files open in it.
 type FS struct {
-	c    *client.Client
-	m    client.Meta
-	log  *slog.Logger
-	opts Options
+	c     *client.Client
+	m     client.Meta // opens over c.Meta()
+	opens *opens
+	calls mountCalls // nil if the metadata service lacks them
+	log   *slog.Logger
+	opts  Options
 
 	mu struct {
 		sync.Mutex
@@ -81,7 +83,9 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	fsys := &FS{c: c, m: c.Meta(), log: o.Logger, opts: o}
+	fsys := &FS{c: c, log: o.Logger, opts: o}
+	fsys.opens = newOpens(c.Meta(), o.Logger)
+	fsys.m, fsys.calls = fsys.opens, fsys.opens.calls
 	fsys.mu.files = map[meta.Ino]*openFile{}
 	// Fail early, with a clear message, when the cluster is not there.
 	if _, err := fsys.m.Getattr(context.Background(), meta.RootIno); err != nil {
@@ -128,19 +132,34 @@ func (s *Server) Unmount() error {
 		}
 	}
 	s.srv.Wait()
+	s.fs.opens.drain()
 	return nil
 }
 
 // Wait blocks until the file system is unmounted.
-func (s *Server) Wait() { s.srv.Wait() }
+func (s *Server) Wait() {
+	s.srv.Wait()
+	s.fs.opens.drain()
+}
 
 // Dir returns the mount point.
 func (s *Server) Dir() string { return s.dir }
 
 // bg detaches an operation from the FUSE request's cancellation: an
 // interrupted syscall must not abandon a stripe commit half way (the Go
-// runtime's own SIGURG interrupts requests all the time).
+// runtime's own SIGURG interrupts requests all the time). Lookups and
+// getattrs use it too: a cancelled call closes its RPC connection, and the
+// next call pays for a new one (connect and handshake).
 func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// syncMeta makes every metadata change committed so far durable, if the
+// metadata service defers durability (fsync of a file or directory).
+func (fsys *FS) syncMeta(ctx context.Context) error {
+	if s, ok := fsys.opens.Meta.(syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 

@@ -23,6 +23,11 @@ type node struct {
 	lastMtime atomic.Int64
 	setgid    atomic.Bool   // directory with S_ISGID: children take its gid
 	gid       atomic.Uint32 // the directory's gid
+
+	// dirAttr holds a directory's attributes as a create or unlink in it
+	// returned them (dirattr.go), so that the GETATTR the kernel sends
+	// after each such change needs no round trip.
+	dirAttr dirAttrCache
 }
 
 var (
@@ -121,16 +126,22 @@ func (n *node) child(ctx context.Context, a meta.Attr, out *fuse.EntryOut) *fs.I
 
 // Lookup resolves name in directory n.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	a, err := n.fsys.m.Lookup(ctx, n.ino, name)
+	a, err := n.fsys.m.Lookup(bg(ctx), n.ino, name)
 	if err != nil {
 		return nil, n.fsys.errno("lookup", err)
 	}
 	return n.child(ctx, a, out), 0
 }
 
-// Getattr returns fresh attributes from the metadata service.
+// Getattr returns fresh attributes from the metadata service, or those a
+// change of this directory made in this mount returned, if they are
+// younger than the attribute timeout.
 func (n *node) Getattr(ctx context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	a, err := n.fsys.m.Getattr(ctx, n.ino)
+	if a, ok := n.dirAttr.get(); ok {
+		n.fillAttr(a, &out.Attr)
+		return 0
+	}
+	a, err := n.fsys.m.Getattr(bg(ctx), n.ino)
 	if err != nil {
 		return n.fsys.errno("getattr", err)
 	}
@@ -150,14 +161,31 @@ func (n *node) caller(ctx context.Context) (uid, gid uint32) {
 	return uid, gid
 }
 
-// create makes a child of any type.
-func (n *node) create(ctx context.Context, name string, typ meta.FileType, mode, rdev uint32, target string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+// create makes a child of any type; with open (regular files only), the
+// metadata service counts one open of it (see opens).
+func (n *node) create(ctx context.Context, name string, typ meta.FileType, mode, rdev uint32, target string, open bool, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	uid, gid := n.caller(ctx)
 	perm := mode & meta.PermMask
 	if typ == meta.TypeDir && n.setgid.Load() {
 		perm |= syscall.S_ISGID
 	}
-	a, err := n.fsys.m.Create(bg(ctx), n.ino, name, typ, perm, uid, gid, rdev, target)
+	var a meta.Attr
+	var err error
+	if c := n.fsys.calls; c != nil {
+		var pa meta.Attr
+		a, pa, err = c.CreateAttr(bg(ctx), meta.CreateArgs{Parent: n.ino, Name: name, Type: typ,
+			Mode: perm, Uid: uid, Gid: gid, Rdev: rdev, Target: target, Open: open})
+		if err == nil {
+			n.dirAttr.set(pa, n.fsys.opts.AttrTimeout)
+			if open {
+				n.fsys.opens.noteOpened(a.Ino)
+			}
+		}
+	} else {
+		// Without CreateAttr, the open is acquire's plain meta Open.
+		n.dirAttr.drop()
+		a, err = n.fsys.m.Create(bg(ctx), n.ino, name, typ, perm, uid, gid, rdev, target)
+	}
 	if err != nil {
 		return nil, n.fsys.errno("create", err)
 	}
@@ -166,7 +194,7 @@ func (n *node) create(ctx context.Context, name string, typ meta.FileType, mode,
 
 // Mkdir makes a directory.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return n.create(ctx, name, meta.TypeDir, mode, 0, "", out)
+	return n.create(ctx, name, meta.TypeDir, mode, 0, "", false, out)
 }
 
 // Mknod makes a regular file, fifo, socket or device node.
@@ -175,7 +203,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 	if !ok || typ == meta.TypeDir || typ == meta.TypeSymlink {
 		return nil, syscall.EINVAL
 	}
-	return n.create(ctx, name, typ, mode, dev, "", out)
+	return n.create(ctx, name, typ, mode, dev, "", false, out)
 }
 
 // Symlink makes a symbolic link to target.
@@ -183,7 +211,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if len(target) > meta.MaxTargetLen {
 		return nil, syscall.ENAMETOOLONG
 	}
-	return n.create(ctx, name, meta.TypeSymlink, 0o777, 0, target, out)
+	return n.create(ctx, name, meta.TypeSymlink, 0o777, 0, target, false, out)
 }
 
 // Readlink returns a symlink's target.
@@ -204,6 +232,8 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if !ok {
 		return nil, syscall.EXDEV
 	}
+	n.dirAttr.drop()
+	defer n.dirAttr.drop() // and any set by a change that raced with this one
 	a, err := n.fsys.m.Link(bg(ctx), t.ino, n.ino, name)
 	if err != nil {
 		return nil, n.fsys.errno("link", err)
@@ -214,11 +244,24 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 // Unlink removes a non-directory; an inode open in any mount lives on
 // until its last release there.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	return n.fsys.errno("unlink", n.fsys.m.Unlink(bg(ctx), n.ino, name))
+	c := n.fsys.calls
+	if c == nil {
+		n.dirAttr.drop()
+		return n.fsys.errno("unlink", n.fsys.m.Unlink(bg(ctx), n.ino, name))
+	}
+	pa, err := c.UnlinkAttr(bg(ctx), n.ino, name)
+	if err != nil {
+		n.dirAttr.drop()
+		return n.fsys.errno("unlink", err)
+	}
+	n.dirAttr.set(pa, n.fsys.opts.AttrTimeout)
+	return 0
 }
 
 // Rmdir removes an empty directory.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	n.dirAttr.drop()
+	defer n.dirAttr.drop()
 	return n.fsys.errno("rmdir", n.fsys.m.Rmdir(bg(ctx), n.ino, name))
 }
 
@@ -244,6 +287,10 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	default:
 		return syscall.EINVAL // RENAME_WHITEOUT, or both
 	}
+	n.dirAttr.drop()
+	np.dirAttr.drop()
+	defer n.dirAttr.drop()
+	defer np.dirAttr.drop()
 	return n.fsys.errno("rename", n.fsys.m.Rename(bg(ctx), n.ino, name, np.ino, newName, mf))
 }
 

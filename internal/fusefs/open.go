@@ -39,12 +39,16 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // Create makes a regular file and opens it.
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ch, errno := n.create(ctx, name, meta.TypeFile, mode, 0, "", out)
+	ch, errno := n.create(ctx, name, meta.TypeFile, mode, 0, "", true, out)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	of, err := n.fsys.acquire(bg(ctx), meta.Ino(out.Ino))
+	// The create counted one open of the inode; acquire's meta Open claims
+	// it, or the failure path gives it back.
+	ino := meta.Ino(out.Ino)
+	of, err := n.fsys.acquire(bg(ctx), ino)
 	if err != nil {
+		n.fsys.opens.unclaim(bg(ctx), ino)
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
 	return ch, &handle{fsys: n.fsys, of: of}, openFlags(flags), 0
@@ -53,6 +57,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 // Setattr is chmod, chown, utimens and truncate.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	ctx = bg(ctx)
+	n.dirAttr.drop()
+	defer n.dirAttr.drop()
 	if size, ok := in.GetSize(); ok {
 		if errno := n.truncate(ctx, fh, size); errno != 0 {
 			return errno

@@ -90,5 +90,8 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // Releasedir forgets the listing.
 func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {}
 
-// Fsyncdir: every namespace change is durable when it returns.
-func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno { return 0 }
+// Fsyncdir makes every namespace change committed so far durable (the
+// metadata service may defer durability until asked, as POSIX allows).
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	return d.n.fsys.errno("fsyncdir", d.n.fsys.syncMeta(bg(ctx)))
+}

@@ -58,6 +58,8 @@ func (n *node) Setxattr(ctx context.Context, name string, data []byte, flags uin
 	if len(data) > meta.MaxXattrValue {
 		return syscall.E2BIG
 	}
+	n.dirAttr.drop()
+	defer n.dirAttr.drop()
 	err := n.fsys.m.SetXattr(bg(ctx), n.ino, name, data, meta.XattrFlags(flags))
 	if err != nil {
 		if toErrno(err) == syscall.EINVAL && flags <= 2 {
@@ -93,5 +95,7 @@ func (n *node) Removexattr(ctx context.Context, name string) syscall.Errno {
 	if !xattrSupported(name) {
 		return syscall.EOPNOTSUPP
 	}
+	n.dirAttr.drop()
+	defer n.dirAttr.drop()
 	return n.fsys.errno("removexattr", n.fsys.m.RemoveXattr(bg(ctx), n.ino, name))
 }

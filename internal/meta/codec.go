@@ -122,8 +122,10 @@ func (d *dec) end(what string) error {
 	return nil
 }
 
-func encodeInode(n *inode) []byte {
-	e := enc{b: make([]byte, 0, 64+len(n.Target))}
+func encodeInode(n *inode) []byte { return appendInode(make([]byte, 0, 64+len(n.Target)), n) }
+
+func appendInode(b []byte, n *inode) []byte {
+	e := enc{b: b}
 	e.byte1(codecV1)
 	e.byte1(byte(n.Type))
 	e.uv(uint64(n.Mode))

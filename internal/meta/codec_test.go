@@ -112,3 +112,22 @@ func TestKeysOrder(t *testing.T) {
 		t.Error("prefixEnd of all-ff")
 	}
 }
+
+func FuzzDecodeAttr(f *testing.F) {
+	f.Add(AppendAttr(nil, Attr{Ino: 9, Type: TypeFile, Mode: 0644, Nlink: 1, Size: 5, Layout: Layout{K: 8, M: 2, Unit: 1 << 20}}))
+	f.Add(AppendAttr(AppendAttr(nil, Attr{Ino: 1, Type: TypeDir}), Attr{Ino: 2, Type: TypeSymlink, Target: "x"}))
+	f.Add([]byte{1, 2, 1, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, rest, err := DecodeAttr(b)
+		if err != nil {
+			return
+		}
+		if len(rest) > len(b) {
+			t.Fatal("rest longer than input")
+		}
+		a2, rest2, err := DecodeAttr(AppendAttr(nil, a))
+		if err != nil || len(rest2) != 0 || !reflect.DeepEqual(a, a2) {
+			t.Fatalf("round trip: %+v != %+v (%v)", a2, a, err)
+		}
+	})
+}

@@ -92,10 +92,18 @@ func (s *Store) Parent(ctx context.Context, ino Ino) (Ino, error) {
 // one to its parent's nlink. Errors: ErrExist, ErrNotFound/ErrNotDir
 // (parent), ErrInvalid, ErrNameTooLong.
 func (s *Store) Create(ctx context.Context, parent Ino, name string, typ FileType, mode, uid, gid, rdev uint32, target string) (Attr, error) {
-	if err := checkCreate(name, typ, mode, target); err != nil {
-		return Attr{}, fmt.Errorf("create %q in %d: %w", name, parent, err)
+	a, _, err := s.create(ctx, CreateArgs{Parent: parent, Name: name, Type: typ, Mode: mode, Uid: uid, Gid: gid, Rdev: rdev, Target: target})
+	return a, err
+}
+
+// create is Create with the options of CreateArgs; it also returns the
+// parent's attributes after the change.
+func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
+	parent, name, typ := in.Parent, in.Name, in.Type
+	if err := checkCreate(name, typ, in.Mode, in.Target); err != nil {
+		return Attr{}, Attr{}, fmt.Errorf("create %q in %d: %w", name, parent, err)
 	}
-	var a Attr
+	var a, pa Attr
 	err := s.update(ctx, func(o *op) error {
 		p, err := o.dir(parent)
 		if err != nil {
@@ -114,14 +122,14 @@ func (s *Store) Create(ctx context.Context, parent Ino, name string, typ FileTyp
 		if err != nil {
 			return err
 		}
-		n := inode{Attr: Attr{Ino: Ino(ino), Type: typ, Mode: mode, Uid: uid, Gid: gid, Nlink: 1,
-			Atime: o.now, Mtime: o.now, Ctime: o.now, Rdev: rdev, Layout: p.Layout, Target: target}}
+		n := inode{Attr: Attr{Ino: Ino(ino), Type: typ, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Nlink: 1,
+			Atime: o.now, Mtime: o.now, Ctime: o.now, Rdev: in.Rdev, Layout: p.Layout, Target: in.Target}}
 		if typ == TypeDir {
 			n.Nlink, n.Parent = 2, parent
 			p.Nlink++
 		}
 		if typ == TypeSymlink {
-			n.Size = uint64(len(target))
+			n.Size = uint64(len(in.Target))
 		}
 		p.Mtime, p.Ctime = o.now, o.now
 		if err := o.putInode(&n); err != nil {
@@ -133,13 +141,18 @@ func (s *Store) Create(ctx context.Context, parent Ino, name string, typ FileTyp
 		if err := o.putInode(&p); err != nil {
 			return err
 		}
-		a = n.Attr
+		if in.Open {
+			if err := o.tx.Put(openKey(n.Ino), binary.AppendUvarint(nil, 1)); err != nil {
+				return err
+			}
+		}
+		a, pa = n.Attr, p.Attr
 		return o.addCounter(inodesKey(byte(n.Ino%shards)), 1)
 	})
 	if err != nil {
-		return Attr{}, fmt.Errorf("create %q in %d: %w", name, parent, err)
+		return Attr{}, Attr{}, fmt.Errorf("create %q in %d: %w", name, parent, err)
 	}
-	return a, nil
+	return a, pa, nil
 }
 
 func checkCreate(name string, typ FileType, mode uint32, target string) error {
@@ -218,9 +231,17 @@ func (s *Store) Link(ctx context.Context, ino Ino, newParent Ino, newName string
 // (see Open): then it stays as an orphan with nlink 0 until the last
 // Release. Errors: ErrNotFound, ErrNotDir, ErrIsDir, ErrInvalid.
 func (s *Store) Unlink(ctx context.Context, parent Ino, name string) error {
+	_, err := s.UnlinkAttr(ctx, parent, name)
+	return err
+}
+
+// UnlinkAttr is Unlink that also returns the attributes of parent after
+// the change, so that a caller that caches them needs no Getattr.
+func (s *Store) UnlinkAttr(ctx context.Context, parent Ino, name string) (Attr, error) {
 	if err := validName(name); err != nil {
-		return fmt.Errorf("unlink: %w", err)
+		return Attr{}, fmt.Errorf("unlink: %w", err)
 	}
+	var pa Attr
 	err := s.update(ctx, func(o *op) error {
 		p, err := o.dir(parent)
 		if err != nil {
@@ -243,6 +264,7 @@ func (s *Store) Unlink(ctx context.Context, parent Ino, name string) error {
 		if err := o.putInode(&p); err != nil {
 			return err
 		}
+		pa = p.Attr
 		n, err := o.inode(ino)
 		if err != nil {
 			return err
@@ -250,9 +272,9 @@ func (s *Store) Unlink(ctx context.Context, parent Ino, name string) error {
 		return o.dropLink(&n)
 	})
 	if err != nil {
-		return fmt.Errorf("unlink %q in %d: %w", name, parent, err)
+		return Attr{}, fmt.Errorf("unlink %q in %d: %w", name, parent, err)
 	}
-	return nil
+	return pa, nil
 }
 
 // dropLink removes one link of non-directory n: it is written back, kept as

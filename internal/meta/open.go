@@ -54,17 +54,7 @@ func (s *Store) Release(ctx context.Context, ino Ino) error {
 		if n > 1 {
 			return o.tx.Put(openKey(ino), binary.AppendUvarint(nil, n-1))
 		}
-		if err := o.tx.Delete(openKey(ino)); err != nil {
-			return err
-		}
-		in, err := o.inode(ino)
-		if err != nil {
-			return err
-		}
-		if in.Nlink == 0 {
-			return o.destroy(&in)
-		}
-		return nil
+		return o.releaseLast(ino)
 	})
 	if err != nil {
 		return fmt.Errorf("release %d: %w", ino, err)
@@ -132,6 +122,72 @@ func (s *Store) Forget(ctx context.Context, ino Ino) error {
 	})
 	if err != nil {
 		return fmt.Errorf("forget %d: %w", ino, err)
+	}
+	return nil
+}
+
+// CreateArgs are the arguments of CreateAttr: those of Create, and Open.
+type CreateArgs struct {
+	Parent               Ino
+	Name                 string
+	Type                 FileType
+	Mode, Uid, Gid, Rdev uint32
+	Target               string
+	// Open starts the new inode with an open count of one, as if Open had
+	// been called in the same transaction (open(2) with O_CREAT).
+	Open bool
+}
+
+// CreateAttr is Create (and, with in.Open, Open of the new inode) in one
+// transaction. It returns the new inode's attributes and those of the
+// parent after the change, so that a mount needs no Getattr of either.
+// Errors are Create's.
+func (s *Store) CreateAttr(ctx context.Context, in CreateArgs) (child, parent Attr, err error) {
+	return s.create(ctx, in)
+}
+
+// ReleaseAll is Release of every inode of inos (an inode listed twice is
+// released twice) in one transaction. Inodes that are not open, or gone,
+// are skipped: a batch of closes is not undone by one stale entry.
+func (s *Store) ReleaseAll(ctx context.Context, inos []Ino) error {
+	err := s.update(ctx, func(o *op) error {
+		for _, ino := range inos {
+			n, err := o.opens(ino)
+			if err != nil {
+				return err
+			}
+			switch {
+			case n == 0:
+				continue
+			case n > 1:
+				err = o.tx.Put(openKey(ino), binary.AppendUvarint(nil, n-1))
+			default:
+				err = o.releaseLast(ino)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("release %d inodes: %w", len(inos), err)
+	}
+	return nil
+}
+
+// releaseLast drops the open count of ino, which is one, and destroys ino
+// if it is an orphan.
+func (o *op) releaseLast(ino Ino) error {
+	if err := o.tx.Delete(openKey(ino)); err != nil {
+		return err
+	}
+	in, err := o.inode(ino)
+	if err != nil {
+		return err
+	}
+	if in.Nlink == 0 {
+		return o.destroy(&in)
 	}
 	return nil
 }

@@ -19,16 +19,6 @@ func call[R any](ctx context.Context, c *Client, method string, args any) (R, er
 	return r, err
 }
 
-// Getattr returns an inode's attributes.
-func (c *Client) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
-	return call[meta.Attr](ctx, c, "meta.Getattr", inoArgs{ino})
-}
-
-// Lookup resolves one name in a directory.
-func (c *Client) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Attr, error) {
-	return call[meta.Attr](ctx, c, "meta.Lookup", entryArgs{parent, name})
-}
-
 // Create makes a file, directory, symlink or special file.
 func (c *Client) Create(ctx context.Context, parent meta.Ino, name string, typ meta.FileType, mode, uid, gid, rdev uint32, target string) (meta.Attr, error) {
 	return call[meta.Attr](ctx, c, "meta.Create", createArgs{parent, name, typ, mode, uid, gid, rdev, target})

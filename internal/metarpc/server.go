@@ -101,12 +101,6 @@ type usage struct{ Used, Limit uint64 }
 // Register exposes st on s under the "meta." prefix.
 func Register(s *rpc.Server, st *meta.Store) {
 	registerSync(s, st)
-	handle(s, "meta.Getattr", func(ctx context.Context, a inoArgs) (meta.Attr, error) {
-		return st.Getattr(ctx, a.Ino)
-	})
-	handle(s, "meta.Lookup", func(ctx context.Context, a entryArgs) (meta.Attr, error) {
-		return st.Lookup(ctx, a.Parent, a.Name)
-	})
 	handle(s, "meta.Create", func(ctx context.Context, a createArgs) (meta.Attr, error) {
 		return st.Create(ctx, a.Parent, a.Name, a.Type, a.Mode, a.Uid, a.Gid, a.Rdev, a.Target)
 	})
@@ -142,4 +136,5 @@ func Register(s *rpc.Server, st *meta.Store) {
 		return usage{u, l}, err
 	})
 	registerFiles(s, st)
+	registerMount(s, st)
 }

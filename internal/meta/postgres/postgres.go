@@ -13,7 +13,8 @@
 // REPEATABLE READ READ ONLY: a snapshot that never aborts.
 //
 // Durability is the server's: a commit returns after the WAL flush
-// (synchronous_commit=on, the default).
+// (synchronous_commit=on, the default), or, with synchronous_commit=off in
+// the URL, at the next Sync (sync.go).
 //
 // Connections come from a small pool of pgx.Conn (pgxpool is not used: its
 // puddle dependency is not in go.mod).

@@ -12,8 +12,14 @@
 // batch's COMMIT fails, every Update in it returns that error and none of
 // their writes is visible. While one batch commits, the next one gathers.
 //
+// A batch of one Update (a lone writer) runs without a savepoint: its
+// error rolls back the whole transaction.
+//
 // Reads (View) run on a pool of read-only connections, each in its own
-// deferred transaction, which in WAL mode is a consistent snapshot.
+// deferred transaction, which in WAL mode is a consistent snapshot. They
+// map the database file (mmap_size), because SQLite drops a connection's
+// page cache whenever another connection committed: with a map, re-reading
+// checkpointed pages costs no system call.
 //
 // Only one process may open a database at a time for writing; others would
 // wait on the lock (busy_timeout) and are not supported.
