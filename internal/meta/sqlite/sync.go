@@ -15,7 +15,6 @@ type syncGroup struct {
 	seq     uint64 // Sync calls registered
 	done    uint64 // calls covered by a finished fsync
 	running bool
-	err     error
 }
 
 // Sync makes every transaction committed before the call durable: it
