@@ -19,17 +19,6 @@ func ParsePriority(s string) (int, error) {
 	return 0, fmt.Errorf("%w: rebuild priority %q: want lowest, low, medium, high or highest", ErrInvalid, s)
 }
 
-// RebuildWorkers is how many reconstruct tasks a pool of n drives with k
-// data fragments per stripe runs at once at a priority level: at medium,
-// enough for every drive to take part in about one task (a task reads k
-// drives and writes one), at least 2; each level up or down doubles or
-// halves it, at least 1.
-func RebuildWorkers(level, n, k int) int {
-	base := max(2, float64(n)/float64(k+1))
-	f := []float64{0.25, 0.5, 1, 2, 4}[min(max(level, 0), 4)]
-	return max(1, int(base*f+0.5))
-}
-
 // RebuildLimits is the recovery I/O a pool of n drives with k data
 // fragments per stripe allows at a priority level: depth is the number of
 // reconstruct tasks that may use one drive at once, max (0: no limit) the
