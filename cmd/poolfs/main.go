@@ -76,7 +76,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(benchCmd(g))
 	root.AddCommand(mountCmd(g), setstripeCmd(g), getstripeCmd(g))
 	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g))
-	root.AddCommand(scrubCmd(g))
+	root.AddCommand(scrubCmd(g), sessionsCmd(g))
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)
 	return root

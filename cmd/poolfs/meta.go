@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +37,9 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 			defer eng.Close()
 			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()})
-			metarpc.Register(srv, meta.New(eng, meta.Options{Logger: log}))
+			st := meta.New(eng, meta.Options{Logger: log})
+			metarpc.Register(srv, st)
+			go st.ReapSessions(cmd.Context(), 5*time.Second)
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err

@@ -169,8 +169,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go c.gcLoop(gctx)
+	go func() {
+		defer c.wg.Done()
+		c.Store.ReapSessions(gctx, c.Config.GCInterval)
+	}()
 	go c.healthLoop(gctx)
 	go func() {
 		defer c.wg.Done()

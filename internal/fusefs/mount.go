@@ -29,6 +29,10 @@ type Options struct {
 	AllowOther bool
 	// MaxWrite is the largest write request (default 1 MiB, at most 1 MiB).
 	MaxWrite int
+	// SessionTTL is the lease of the mount's client session (default
+	// DefaultSessionTTL): a killed mount's open files are released on the
+	// metadata service this long after it stopped renewing.
+	SessionTTL time.Duration
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger // default: discard
@@ -36,6 +40,9 @@ type Options struct {
 
 // Validate rejects options that cannot work.
 func (o *Options) Validate() error {
+	if o.SessionTTL < 0 || (o.SessionTTL > 0 && o.SessionTTL < 30*time.Millisecond) {
+		return fmt.Errorf("fusefs: SessionTTL %v: want at least 30ms", o.SessionTTL)
+	}
 	if o.MaxWrite < 0 || o.MaxWrite > 1<<20 {
 		return fmt.Errorf("fusefs: MaxWrite %d: want 4 KiB .. 1 MiB", o.MaxWrite)
 	}
@@ -91,6 +98,12 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 	if _, err := fsys.m.Getattr(context.Background(), meta.RootIno); err != nil {
 		return nil, fmt.Errorf("fusefs: root of the file system: %w", err)
 	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = DefaultSessionTTL
+	}
+	if err := fsys.opens.startSession(dir, o.SessionTTL); err != nil {
+		return nil, fmt.Errorf("fusefs: client session: %w", err)
+	}
 	neg := time.Duration(0)
 	fo := &fs.Options{
 		MountOptions: fuse.MountOptions{
@@ -115,6 +128,7 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 	root := &node{fsys: fsys, ino: meta.RootIno}
 	srv, err := fs.Mount(dir, root, fo)
 	if err != nil {
+		fsys.opens.stop()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
 	}
 	return &Server{dir: dir, srv: srv, fs: fsys}, nil
@@ -132,14 +146,14 @@ func (s *Server) Unmount() error {
 		}
 	}
 	s.srv.Wait()
-	s.fs.opens.drain()
+	s.fs.opens.stop()
 	return nil
 }
 
 // Wait blocks until the file system is unmounted.
 func (s *Server) Wait() {
 	s.srv.Wait()
-	s.fs.opens.drain()
+	s.fs.opens.stop()
 }
 
 // Dir returns the mount point.

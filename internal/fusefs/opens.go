@@ -45,11 +45,15 @@ type opens struct {
 	client.Meta
 	calls mountCalls // nil: no batching, plain Open and Release
 	log   *slog.Logger
+	// sess is the mount's client session (session.go), nil without one.
+	sess     *session
+	stopOnce sync.Once
 
 	mu struct {
 		sync.Mutex
 		pre     map[meta.Ino]int // opens counted by CreateAttr, not yet claimed
 		queued  map[meta.Ino]int // releases not yet sent
+		held    map[meta.Ino]int // opens the service counts for this mount
 		sending bool             // a sender goroutine runs
 		idle    sync.Cond        // signalled when the sender stops
 	}
@@ -60,6 +64,7 @@ func newOpens(m client.Meta, log *slog.Logger) *opens {
 	o.calls, _ = m.(mountCalls)
 	o.mu.pre = map[meta.Ino]int{}
 	o.mu.queued = map[meta.Ino]int{}
+	o.mu.held = map[meta.Ino]int{}
 	o.mu.idle.L = &o.mu.Mutex
 	return o
 }
@@ -68,6 +73,7 @@ func newOpens(m client.Meta, log *slog.Logger) *opens {
 func (o *opens) noteOpened(ino meta.Ino) {
 	o.mu.Lock()
 	o.mu.pre[ino]++
+	o.mu.held[ino]++
 	o.mu.Unlock()
 }
 
@@ -108,12 +114,21 @@ func (o *opens) Open(ctx context.Context, ino meta.Ino) error {
 		return nil
 	}
 	o.mu.Unlock()
-	return o.Meta.Open(ctx, ino)
+	if err := o.Meta.Open(ctx, ino); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.mu.held[ino]++
+	o.mu.Unlock()
+	return nil
 }
 
 // Release queues one release of ino; it is sent in the background.
 func (o *opens) Release(ctx context.Context, ino meta.Ino) error {
 	if o.calls == nil {
+		o.mu.Lock()
+		o.decLocked(o.mu.held, ino)
+		o.mu.Unlock()
 		return o.Meta.Release(ctx, ino)
 	}
 	o.mu.Lock()
@@ -149,6 +164,9 @@ func (o *opens) send() {
 			}
 		}
 		clear(o.mu.queued)
+		for _, ino := range inos {
+			o.decLocked(o.mu.held, ino)
+		}
 		o.mu.Unlock()
 		if err := o.calls.ReleaseAll(context.Background(), inos); err != nil {
 			o.log.Warn("fusefs: release of closed files failed; they stay open on the metadata service",

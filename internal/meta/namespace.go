@@ -145,6 +145,9 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 			if err := o.tx.Put(openKey(n.Ino), binary.AppendUvarint(nil, 1)); err != nil {
 				return err
 			}
+			if err := o.addSessionOpen(n.Ino, 1); err != nil {
+				return err
+			}
 		}
 		a, pa = n.Attr, p.Attr
 		return o.addCounter(inodesKey(byte(n.Ino%shards)), 1)

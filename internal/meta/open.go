@@ -17,10 +17,11 @@ import (
 //     CommitStripes keep working; Lookup can no longer reach it.
 //   - Release(ino) subtracts one; at zero an orphan is destroyed (its
 //     stripes go to the GC queue).
-//   - A client that dies leaks its counts. Orphans lists the orphans and
-//     Forget destroys one regardless of its count; a single-host deployment
-//     calls both at mount time, a shared one after expiring a client's
-//     session.
+//   - Counts are attributed to the caller's client session (session.go):
+//     when a mount unmounts or is killed (its lease runs out), its
+//     session's counts are taken off and its orphans destroyed. Orphans
+//     lists the orphans and Forget destroys one regardless of its count,
+//     for counts added outside any session.
 
 // Open records one more open of ino. Errors: ErrNotFound.
 func (s *Store) Open(ctx context.Context, ino Ino) error {
@@ -30,6 +31,9 @@ func (s *Store) Open(ctx context.Context, ino Ino) error {
 		}
 		n, err := o.opens(ino)
 		if err != nil {
+			return err
+		}
+		if err := o.addSessionOpen(ino, 1); err != nil {
 			return err
 		}
 		return o.tx.Put(openKey(ino), binary.AppendUvarint(nil, n+1))
@@ -50,6 +54,9 @@ func (s *Store) Release(ctx context.Context, ino Ino) error {
 		}
 		if n == 0 {
 			return fmt.Errorf("not open: %w", ErrInvalid)
+		}
+		if err := o.addSessionOpen(ino, -1); err != nil {
+			return err
 		}
 		if n > 1 {
 			return o.tx.Put(openKey(ino), binary.AppendUvarint(nil, n-1))
@@ -156,9 +163,13 @@ func (s *Store) ReleaseAll(ctx context.Context, inos []Ino) error {
 			if err != nil {
 				return err
 			}
-			switch {
-			case n == 0:
+			if n == 0 {
 				continue
+			}
+			if err := o.addSessionOpen(ino, -1); err != nil {
+				return err
+			}
+			switch {
 			case n > 1:
 				err = o.tx.Put(openKey(ino), binary.AppendUvarint(nil, n-1))
 			default:

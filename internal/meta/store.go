@@ -20,6 +20,7 @@ type Store struct {
 	log   *slog.Logger
 	inos  allocator // inode numbers
 	gcs   allocator // GC queue sequence numbers
+	boundSession
 }
 
 // New returns a Store over e. Call Init once before using the namespace.
@@ -47,6 +48,7 @@ type op struct {
 	s       *Store
 	tx      Tx
 	now     int64
+	sid     SessionID // the session of the call (session.go)
 	pending map[*allocator]*block
 	commit  []func()
 }
@@ -56,7 +58,7 @@ type op struct {
 func (s *Store) update(ctx context.Context, fn func(o *op) error) error {
 	var hooks []func()
 	err := s.e.Update(ctx, func(tx Tx) error {
-		o := &op{s: s, tx: tx, now: s.now()}
+		o := &op{s: s, tx: tx, now: s.now(), sid: s.sessionOf(ctx)}
 		err := fn(o)
 		hooks = o.commit
 		return err

@@ -16,6 +16,7 @@ func Errors() *rpc.ErrorTable { return rpc.NewErrorTable(ErrorCodes()...) }
 // combine several services' tables.
 func ErrorCodes() []any {
 	return []any{
+		"meta.expired", meta.ErrExpired, // before notfound, which it wraps
 		"meta.notfound", meta.ErrNotFound,
 		"meta.exist", meta.ErrExist,
 		"meta.notdir", meta.ErrNotDir,
@@ -101,6 +102,7 @@ type usage struct{ Used, Limit uint64 }
 // Register exposes st on s under the "meta." prefix.
 func Register(s *rpc.Server, st *meta.Store) {
 	registerSync(s, st)
+	registerSessions(s, st)
 	handle(s, "meta.Create", func(ctx context.Context, a createArgs) (meta.Attr, error) {
 		return st.Create(ctx, a.Parent, a.Name, a.Type, a.Mode, a.Uid, a.Gid, a.Rdev, a.Target)
 	})

@@ -45,6 +45,7 @@ type Client struct {
 		sync.Mutex
 		closed bool
 		idle   []*clientConn // most recently used last
+		onDial func(context.Context, CallConn) error
 	}
 }
 
@@ -315,5 +316,17 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		return nil, fmt.Errorf("%w: handshake: %w", ErrUnavailable, err)
 	}
 	nc.SetDeadline(time.Time{})
+	c.mu.Lock()
+	hook := c.mu.onDial
+	c.mu.Unlock()
+	if hook != nil {
+		err := hook(ctx, func(ctx context.Context, method string, args any, result any) error {
+			return cc.call(ctx, c, method, args, result)
+		})
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("rpc: on-dial hook: %w", err)
+		}
+	}
 	return cc, nil
 }

@@ -80,7 +80,9 @@ type Server struct {
 	initErr  error // bad secret or options; returned by Serve
 	handlers map[string]handlerEntry
 	started  atomic.Bool
-	pool     bufPool
+	// intercept derives handler contexts (connstate.go).
+	intercept []func(context.Context) context.Context
+	pool      bufPool
 
 	ctx    context.Context // cancelled by Close; parent of handler contexts
 	cancel context.CancelFunc
@@ -232,6 +234,9 @@ type serverConn struct {
 	id  uint64       // id of the current request
 	h   handlerEntry // handler of the current request; h == nil: no such method
 	req Request      // current request
+	// hctx is the context of handler calls: the connection's, with its
+	// ConnState, through the server's interceptors.
+	hctx context.Context
 }
 
 func (s *Server) serveConn(nc net.Conn) {
@@ -260,8 +265,13 @@ func (s *Server) serveConn(nc net.Conn) {
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancel(context.WithValue(s.ctx, connStateKey{}, &ConnState{}))
 	defer cancel()
+	hctx := ctx
+	for _, f := range s.intercept {
+		hctx = f(hctx)
+	}
+	c.hctx = hctx
 	c.run(ctx, cancel)
 }
 
@@ -323,7 +333,7 @@ func (c *serverConn) readRequest(h header) error {
 func (c *serverConn) worker(ctx context.Context, work <-chan struct{}, idle chan<- struct{}) {
 	defer c.s.wg.Done()
 	for range work {
-		resp, err := c.s.invoke(ctx, c.h, &c.req)
+		resp, err := c.s.invoke(c.hctx, c.h, &c.req)
 		werr := c.writeResponse(resp, err)
 		if resp != nil && resp.Done != nil {
 			resp.Done()
