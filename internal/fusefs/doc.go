@@ -56,12 +56,16 @@
 // (meta.ErrNotFound, client.ErrPoolFull, ...) until the FUSE boundary, where
 // one table (errno.go) turns them into syscall.Errno values.
 //
-// # Orphans
+// # Orphans and sessions
 //
-// A mount that dies leaks its meta Open counts; its unlinked-but-open files
-// stay as orphans. A mount must not Forget orphans it finds at start: with
-// several mounts of one cluster it cannot tell its own stale orphans from
-// files other mounts still have open. Reclaiming them needs client sessions
-// with leases in the metadata service (not built yet); until then `poolfs
-// gc --orphans` on a quiet cluster is the tool.
+// A mount opens a client session with a lease (session.go, meta/session.go)
+// and renews it every third of DefaultSessionTTL (30 s; `--session-ttl`).
+// The open counts it adds on the metadata service belong to that session.
+// Unmount closes the session; a killed mount stops renewing, and the
+// metadata service expires the session one lease later: either way its
+// counts are taken off, and its unlinked-but-open files (orphans) are
+// destroyed, while other mounts' opens stay. A mount cut off for longer
+// than its lease finds its session closed when it reconnects; it opens a
+// new one and opens again what it holds (a file destroyed meanwhile is
+// gone for it). `poolfs sessions` lists sessions and orphans.
 package fusefs

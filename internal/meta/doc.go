@@ -44,10 +44,14 @@
 //	                              PG index (empty value): what a PG holds
 //	g <seq:8>                     GC queue item
 //	o <ino:8>                     open count, only while > 0
+//	S <sid:8>                     client session: lease expiry, host, mount
+//	                              (JSON; session.go)
+//	O <sid:8> <ino:8>             opens of ino counted for session sid
 //	u <pool:4> <shard:1>          signed raw bytes used in pool (16 shards)
 //	l <pool:4>                    pool limit in raw bytes (absent: none)
 //	b <name>                      blob: version:8, data
 //	e <seq:8>                     event
+//	x <ino:8> <name>              extended attribute value
 //
 // Values use a versioned compact binary encoding (codec.go) whose
 // decoders are fuzzed.
