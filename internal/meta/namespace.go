@@ -310,6 +310,9 @@ func (o *op) destroy(n *inode) error {
 	if err := o.tx.Delete(openKey(n.Ino)); err != nil {
 		return err
 	}
+	if err := o.dropXattrs(n.Ino); err != nil {
+		return err
+	}
 	if err := o.tx.Delete(inodeKey(n.Ino)); err != nil {
 		return err
 	}

@@ -194,3 +194,21 @@ func listLen(names []string) int {
 	}
 	return n
 }
+
+// dropXattrs deletes every extended attribute of ino (it is destroyed).
+func (o *op) dropXattrs(ino Ino) error {
+	var keys [][]byte
+	p := xattrPrefix(ino)
+	if err := o.tx.Scan(p, prefixEnd(p), 0, func(k, _ []byte) bool {
+		keys = append(keys, append([]byte(nil), k...))
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := o.tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
