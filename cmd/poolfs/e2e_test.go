@@ -23,29 +23,12 @@ import (
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
+	"poolfs/internal/testbin"
 )
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "poolfs-bin")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "poolfs")
-	args := []string{"build", "-o", binary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build poolfs: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &binary) }
 
 // upProc is a running `poolfs up`.
 type upProc struct {

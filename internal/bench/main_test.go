@@ -3,15 +3,12 @@ package bench
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
+	"poolfs/internal/testbin"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata")
@@ -22,23 +19,7 @@ var poolfsBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "poolfs-bench-bin")
-	if err != nil {
-		panic(err)
-	}
-	poolfsBin = filepath.Join(dir, "poolfs")
-	args := []string{"build", "-o", poolfsBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "poolfs/cmd/poolfs")...).CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build poolfs: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, &poolfsBin)
 }
 
 // procs is the process launcher of the tests.
