@@ -29,16 +29,19 @@ type segmentDrive struct {
 	capacity int64 // 0: from the file system
 	segSize  int64
 	prealloc bool // fallocate new segments (benchmarks turn it off)
-	log      *slog.Logger
-	bufs     bufPool
-	direct   atomic.Bool
-	used     atomic.Int64 // bytes of fragments, including reserved writes
-	frags    atomic.Int64
-	seq      atomic.Uint64 // last record sequence number
-	nextID   atomic.Uint64 // last segment id
-	rr       atomic.Uint64 // round robin over active slots
-	failed   atomic.Pointer[error]
-	closed   atomic.Bool
+	// fdatasync syncs a segment's records: unix.Fdatasync, replaced in
+	// tests to inject failures.
+	fdatasync func(fd int) error
+	log       *slog.Logger
+	bufs      bufPool
+	direct    atomic.Bool
+	used      atomic.Int64 // bytes of fragments, including reserved writes
+	frags     atomic.Int64
+	seq       atomic.Uint64 // last record sequence number
+	nextID    atomic.Uint64 // last segment id
+	rr        atomic.Uint64 // round robin over active slots
+	failed    atomic.Pointer[error]
+	closed    atomic.Bool
 	// ops is held shared by every call and exclusively by Close, which
 	// closes the segment files: no call uses a closed (or reused) fd.
 	ops      sync.RWMutex
@@ -148,7 +151,7 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 	r.crc = saltedCRC(&s.salt, frag)
 	err = d.writeRecord(s, &r, frag)
 	if err == nil {
-		err = s.sync.commit(func() error { return unix.Fdatasync(s.fd) })
+		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })
 		if err != nil {
 			d.failed.CompareAndSwap(nil, &err)
 			err = fmt.Errorf("%w: fdatasync: %w", ErrFailed, err)

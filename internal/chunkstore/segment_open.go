@@ -19,7 +19,8 @@ import (
 // drive crashed) by hopping over record headers and checking each data
 // CRC; unsealed segments are then sealed. Segments are opened in parallel.
 func openSegments(dir string, opts Options, log *slog.Logger) (*segmentDrive, error) {
-	d := &segmentDrive{dir: dir, capacity: opts.Capacity, segSize: opts.SegmentSize, prealloc: true, log: log}
+	d := &segmentDrive{dir: dir, capacity: opts.Capacity, segSize: opts.SegmentSize, prealloc: true, log: log,
+		fdatasync: unix.Fdatasync}
 	if d.segSize == 0 {
 		d.segSize = DefaultSegmentSize
 		if c := opts.Capacity; c > 0 {
