@@ -173,54 +173,80 @@ func (d *segmentDrive) dropPunched(s *segment, recs []record) []record {
 // scanSegment rebuilds the records of an unsealed segment by hopping over
 // record headers, skipping holes (punched records, unwritten tails) and
 // anything whose header or data CRC does not check: a torn or uncommitted
-// write. It returns the records and the end of the last one.
+// write. It reads the segment sequentially in large chunks. It returns the
+// records and the end of the last one.
 func (d *segmentDrive) scanSegment(s *segment, size int64) ([]record, int64, error) {
+	w := scanWindow{s: s, size: size, buf: d.bufs.get(scanChunk)}
+	defer d.bufs.put(w.buf)
 	var recs []record
 	var end int64 = Align
-	hdr := d.bufs.get(Align)
-	defer d.bufs.put(hdr)
-	for off := int64(Align); off < size; {
-		next, err := unix.Seek(s.fd, off, unix.SEEK_DATA)
+	for off := int64(Align); off+Align <= size; {
+		hdr, err := w.view(off, Align)
+		if err != nil {
+			return nil, 0, err
+		}
+		r, err := decodeRecordHeader(hdr, &s.salt, s.id, off, size-off-Align)
+		if err == nil {
+			var ok bool
+			if ok, err = d.dataMatches(&w, &r); err != nil {
+				return nil, 0, err
+			}
+			if ok {
+				recs = append(recs, r)
+				off = r.end()
+				end = off
+				continue
+			}
+		}
+		next, err := unix.Seek(s.fd, off+Align, unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
 			break // only holes after off
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		off = next &^ (Align - 1)
-		if off+Align > size {
-			break
-		}
-		if err := preadFull(s.fd, hdr, off); err != nil {
-			return nil, 0, err
-		}
-		r, err := decodeRecordHeader(hdr, &s.salt, s.id, off, size-off-Align)
-		if err != nil || !d.dataMatches(s, &r) {
-			off += Align
-			continue
-		}
-		recs = append(recs, r)
-		off = r.end()
-		end = off
+		off = max(next&^(Align-1), off+Align)
 	}
 	return recs, end, nil
 }
 
-// dataMatches reads r's data and checks its CRC.
-func (d *segmentDrive) dataMatches(s *segment, r *record) bool {
-	const chunk = 4 << 20
-	buf := d.bufs.get(int(min(r.length, chunk)))
-	defer d.bufs.put(buf)
-	crc := crc32Seed(&s.salt)
-	for off := int64(0); off < r.length; {
-		n := min(r.length-off, chunk)
-		if preadFull(s.fd, buf[:n], r.off+Align+off) != nil {
-			return false
+// scanChunk is the read size of a segment scan.
+const scanChunk = 4 << 20
+
+// scanWindow reads a segment sequentially through one aligned buffer.
+type scanWindow struct {
+	s    *segment
+	size int64
+	buf  []byte
+	off  int64 // file offset of buf[0]
+	n    int64 // valid bytes in buf
+}
+
+// view returns bytes [off, off+n) of the segment, n <= len(w.buf).
+func (w *scanWindow) view(off, n int64) ([]byte, error) {
+	if off < w.off || off+n > w.off+w.n {
+		w.off, w.n = off, min(int64(len(w.buf)), w.size-off)
+		if err := preadFull(w.s.fd, w.buf[:w.n], off); err != nil {
+			w.n = 0
+			return nil, err
 		}
-		crc = crc32Update(crc, buf[:n])
+	}
+	return w.buf[off-w.off : off-w.off+n], nil
+}
+
+// dataMatches checks r's data against its CRC.
+func (d *segmentDrive) dataMatches(w *scanWindow, r *record) (bool, error) {
+	crc := crc32Seed(&w.s.salt)
+	for off := int64(0); off < r.length; {
+		n := min(r.length-off, int64(len(w.buf)))
+		b, err := w.view(r.off+Align+off, n)
+		if err != nil {
+			return false, err
+		}
+		crc = crc32Update(crc, b)
 		off += n
 	}
-	return crc == r.crc
+	return crc == r.crc, nil
 }
 
 // buildIndex merges the loaded segments into the index (for a key in two
