@@ -41,7 +41,8 @@
 // fragment is never partially visible, on any POSIX file system, without
 // relying on the reader's checksums. Open removes leftover temp files and
 // recomputes usage by a parallel scan (readdir + stat: about 0.5 s for 100k
-// fragments on ext4 here), so there is no usage counter to get out of date.
+// fragments on ext4 here with a warm cache, 2.1 s cold), so there is no
+// usage counter to get out of date.
 // DeleteFragment does not fsync the directory: after a crash a deleted
 // fragment may come back, whole; garbage collection deletes it again.
 //
@@ -77,7 +78,8 @@
 // its live records and a trailer block written after the last record, the
 // preallocated rest truncated, fdatasync) and a fresh segment takes its
 // place. Close seals the active segments, so a clean Open reads one index
-// per segment (about 10 ms for 100k fragments).
+// per segment: 0.27 s for 100k fragments with a cold page cache here,
+// against 2.1 s for the files format's directory scan (BenchmarkOpen).
 //
 // The index of live fragments is in memory (key -> segment, offset, length,
 // sequence number, mtime); ListFragments and Stat read it. Writing a key
@@ -95,6 +97,9 @@
 // record counts only if its header CRC and its data CRC check, so a torn
 // or uncommitted write, at the tail or between committed records (writers
 // finish out of order), is never visible. Open then seals what it scanned.
+// At most the four active segments are unsealed after a crash, so the scan
+// reads at most about 1 GiB per drive (0.33 s for 100k 8 KiB fragments
+// here, all in unsealed segments).
 // For a key found twice the higher sequence number wins. A segment whose
 // header block is damaged is logged and ignored, never deleted; one whose
 // header was never written (a crash while creating it) holds no record and
