@@ -5,6 +5,8 @@
 #
 #   bench/putget.sh [SIZE_GIB=4] [WORKDIR=./bench/out/putget]
 #
+# DRIVE_FORMAT=files|segments picks the drives' on-disk format (default:
+# poolfs up's default).
 # Needs root (to drop caches) and fio. Prints a Markdown table and writes
 # WORKDIR/result.json.
 set -euo pipefail
@@ -29,8 +31,9 @@ echo "fio limits (4 MiB, O_DIRECT, ${size_gib} GiB) ..." >&2
 fio_w1=$(fio_bw write psync 1);   drop; fio_r1=$(fio_bw read psync 1)
 fio_w16=$(fio_bw write libaio 16); drop; fio_r16=$(fio_bw read libaio 16)
 
-echo "poolfs up (12 drives, 8+2, 1 MiB unit) ..." >&2
-"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 &
+echo "poolfs up (12 drives, 8+2, 1 MiB unit, drive format ${DRIVE_FORMAT:-default}) ..." >&2
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G \
+  ${DRIVE_FORMAT:+--drive-format "$DRIVE_FORMAT"} >"$work/up.log" 2>&1 &
 up=$!
 trap 'kill $up 2>/dev/null; wait $up 2>/dev/null; rm -rf "$work/cluster" "$work/fio.dat"' EXIT
 for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
@@ -39,13 +42,14 @@ t0=$(now); "$bin" put -q -c "$work/cluster" "$work/fio.dat" /big; t1=$(now)
 drop
 t2=$(now); "$bin" get -q -c "$work/cluster" /big - >/dev/null; t3=$(now)
 
+DRIVE_FORMAT=${DRIVE_FORMAT:-default} \
 python3 - "$size" "$fio_w1" "$fio_r1" "$fio_w16" "$fio_r16" "$t0" "$t1" "$t2" "$t3" "$work/result.json" <<'PY'
-import json, sys
+import json, os, sys
 size, w1, r1, w16, r16 = (int(x) for x in sys.argv[1:6])
 t0, t1, t2, t3 = (float(x) for x in sys.argv[6:10])
 put, get = size / (t1 - t0), size / (t3 - t2)
 wl, rl = max(w1, w16), max(r1, r16)
-res = dict(size=size, fio_write_qd1=w1, fio_read_qd1=r1, fio_write_qd16=w16, fio_read_qd16=r16,
+res = dict(drive_format=os.environ["DRIVE_FORMAT"], size=size, fio_write_qd1=w1, fio_read_qd1=r1, fio_write_qd16=w16, fio_read_qd16=r16,
            put=put, get=get, put_ratio=put / wl, get_ratio=get / rl)
 json.dump(res, open(sys.argv[10], "w"), indent=2)
 mb = lambda b: "%.0f MB/s" % (b / 1e6)
@@ -53,6 +57,7 @@ print("| measure | throughput | ratio to the device limit |")
 print("|---|---|---|")
 print("| fio write 4 MiB O_DIRECT, QD1 / QD16 | %s / %s | limit = %s |" % (mb(w1), mb(w16), mb(wl)))
 print("| fio read 4 MiB O_DIRECT, QD1 / QD16 | %s / %s | limit = %s |" % (mb(r1), mb(r16), mb(rl)))
-print("| poolfs put (user bytes; 8+2 writes 1.25x) | %s | %.0f%% (target 55%%, ceiling 80%%) |" % (mb(put), 100 * put / wl))
+print("| poolfs put (user bytes; 8+2 writes 1.25x; drives: %s) | %s | %.0f%% (target 55%%, ceiling 80%%) |"
+      % (os.environ["DRIVE_FORMAT"], mb(put), 100 * put / wl))
 print("| poolfs get (caches dropped) | %s | %.0f%% (target 80%%) |" % (mb(get), 100 * get / rl))
 PY

@@ -91,6 +91,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&preservation, "preservation", "auto", "drives' worth of capacity kept free for rebuilds (auto: grows with the pool, as in Dynamic Disk Pools)")
 	f.StringVar(&cfg.Domains, "failure-domain", "", "spread drives over failure domains, e.g. server=4,enclosure=2")
 	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
+	f.StringVar((*string)(&cfg.DriveFormat), "drive-format", "", "on-disk format of new drives: files (one file per fragment) or segments (appended to segment files; the default); existing drives keep theirs")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
 	f.StringVar(&cfg.Layout, "layout", "declustered", "pool layout: declustered, or grouped (RAID-6 style groups of k+m drives, preservation drives as hot spares)")
 	f.StringVar(&cfg.DriveModel, "drive-model", "", "emulated drive speed: hdd-7200, hdd-10k, hdd-15k, ssd or none (kept in the map across restarts)")

@@ -2,12 +2,25 @@
 // drive. A fragment is an opaque, immutable byte string made by package
 // erasure (a 4096-aligned header plus data padded to 4096), named by an
 // erasure.FragmentKey. Drive is the small interface shared by the local
-// implementation (LocalDrive, a directory), the storage server's RPC client
-// and the emulation wrappers Throttle and WithFaults.
+// implementation (LocalDrive, a directory in one of two formats), the
+// storage server's RPC client and the emulation wrappers Throttle and
+// WithFaults.
 //
-// # On-disk layout
+// # Formats
 //
-//	<dir>/LOCK                                   flock(2): one process per drive
+// A drive directory holds one of two formats, named by its FORMAT marker
+// file ("files" or "segments"); Open keeps the format of an existing drive
+// and gives a new one Options.Format (default DefaultFormat, segments: on
+// ext4 here it writes 1 MiB fragments 1.5-2x faster than the files format,
+// see BenchmarkWrite1M). A drive with a frags directory and no marker is a
+// files drive from before markers. Both formats share the contract of
+// Drive; LocalDrive is either.
+//
+//	<dir>/LOCK     flock(2): one process per drive
+//	<dir>/FORMAT   "files" or "segments"
+//
+// # Files format
+//
 //	<dir>/frags/<xx>/<ino>.<stripe>.<gen>.<index> one file per fragment
 //	<dir>/frags/<xx>/tmp-<name>-<seq>            write in flight
 //
@@ -19,8 +32,6 @@
 // including a valid name in the wrong fanout directory, is a foreign file:
 // logged and ignored, never deleted, never counted.
 //
-// # Crash semantics
-//
 // WriteFragment writes a temp file, fdatasyncs it, renames it over the final
 // name and fsyncs the fanout directory (group commit per directory: writers
 // queued behind a running fsync of the same directory share the next one;
@@ -30,18 +41,81 @@
 // fragment is never partially visible, on any POSIX file system, without
 // relying on the reader's checksums. Open removes leftover temp files and
 // recomputes usage by a parallel scan (readdir + stat: about 0.5 s for 100k
-// fragments on ext4 here), so there is no usage counter to get out of date.
+// fragments on ext4 here with a warm cache, 2.1 s cold), so there is no
+// usage counter to get out of date.
 // DeleteFragment does not fsync the directory: after a crash a deleted
-// fragment may come back, whole; garbage collection deletes it again. A
-// failed fsync is sticky: every later write fails with ErrFailed (after an
-// fsync error the kernel may have dropped dirty state, so a retry could
-// falsely report durability). EIO, EROFS and ENXIO are reported as
-// ErrFailed too.
+// fragment may come back, whole; garbage collection deletes it again.
 //
 // Writing in place (final name, no rename) would save only a rename: a new
 // file still needs fdatasync and a directory fsync, and it would leave torn
 // fragments for the reader's CRCs to catch. Skipping the directory fsync
 // (not crash-safe) measured within noise of the shipped scheme (~10%).
+// What costs is the file creation itself: ext4 creates about 1.1-1.2 GB/s
+// of 1 MiB O_DIRECT files here against ~2.4 GB/s streamed into one file,
+// which is why the segments format exists.
+//
+// # Segments format
+//
+//	<dir>/segs/<id>.seg   segment files, id 16 lower-case hex digits
+//
+// Fragments are appended to segment files. A segment starts with a header
+// block (magic, id and a random salt) and holds records back to back: a
+// header block (magic, version, key, data length, sequence number, mtime,
+// segment id, CRC32C of the data, CRC32C of the header) followed by the
+// fragment data. Every CRC is seeded with the segment's salt, so fragment
+// data (user bytes) can never pass for a record header, index or trailer.
+//
+// Writes go to one of four active segments (round robin, so concurrent
+// writers do not queue on one fdatasync), each preallocated with fallocate
+// (Options.SegmentSize, default 256 MiB; at most 1/32 of a small drive). A
+// writer reserves an aligned extent under the segment's mutex, writes
+// header and data with one pwritev (O_DIRECT), and then waits for a
+// group-committed fdatasync of the segment: writers whose data is written
+// share the next fdatasync, which is still needed on preallocated extents
+// (the unwritten-extent conversion is metadata). When WriteFragment
+// returns nil the record is durable. A segment whose next record does not
+// fit is retired: once its last writer finishes, it is sealed (an index of
+// its live records and a trailer block written after the last record, the
+// preallocated rest truncated, fdatasync) and a fresh segment takes its
+// place. Close seals the active segments, so a clean Open reads one index
+// per segment: 0.27 s for 100k fragments with a cold page cache here,
+// against 2.1 s for the files format's directory scan (BenchmarkOpen).
+//
+// The index of live fragments is in memory (key -> segment, offset, length,
+// sequence number, mtime); ListFragments and Stat read it. Writing a key
+// again (a retry) appends a new record, and the higher sequence number
+// wins; the loser is punched out. DeleteFragment removes the key from the
+// index and punches the record out (fallocate PUNCH_HOLE|KEEP_SIZE, header
+// block first, then the data), without fsync: a crash may bring a deleted
+// fragment back, whole, and garbage collection deletes it again. A sealed
+// segment that holds no live record is removed.
+//
+// Open rebuilds the index. A sealed segment contributes the records of its
+// index whose extent is still all data (SEEK_HOLE: punched records are
+// gone). An unsealed segment (the drive crashed) is scanned in 4 MiB
+// sequential reads, hopping over record headers and skipping holes; a
+// record counts only if its header CRC and its data CRC check, so a torn
+// or uncommitted write, at the tail or between committed records (writers
+// finish out of order), is never visible. Open then seals what it scanned.
+// At most the four active segments are unsealed after a crash, so the scan
+// reads at most about 1 GiB per drive (0.33 s for 100k 8 KiB fragments
+// here, all in unsealed segments).
+// For a key found twice the higher sequence number wins. A segment whose
+// header block is damaged is logged and ignored, never deleted; one whose
+// header was never written (a crash while creating it) holds no record and
+// is removed. Corrupt fragment data in a sealed segment is returned as is,
+// as with the files format: fragments carry a CRC32C per 64 KiB block
+// (package erasure) that readers check.
+//
+// # Errors
+//
+// A failed fsync or fdatasync is sticky: every later write fails with
+// ErrFailed (after an fsync error the kernel may have dropped dirty state,
+// so a retry could falsely report durability). EIO, EROFS and ENXIO are
+// reported as ErrFailed too. A write that would exceed Options.Capacity
+// (or the file system's free space) fails with ErrFull before anything is
+// written; Used counts fragment bytes (not record headers or preallocated
+// space) and is recomputed exactly by Open.
 //
 // # Direct I/O
 //

@@ -56,7 +56,7 @@ var (
 )
 
 // Options configure a LocalDrive. The zero value is valid: buffered I/O,
-// capacity = what the file system has, slog.Default().
+// capacity = what the file system has, the default format, slog.Default().
 type Options struct {
 	// Capacity is the advertised size in bytes; writes beyond it fail with
 	// ErrFull. 0 means used bytes plus the file system's free space.
@@ -65,6 +65,14 @@ type Options struct {
 	// DefaultOptions). Where the file system refuses O_DIRECT (tmpfs) the
 	// drive falls back to buffered I/O once, with a log line.
 	DirectIO bool
+	// Format is the on-disk format of a new drive (FormatFiles or
+	// FormatSegments; "" means DefaultFormat). An existing drive keeps the
+	// format its marker file names, whatever this says.
+	Format Format
+	// SegmentSize is the preallocated size of a segment file (segments
+	// format; 0 means DefaultSegmentSize). Fragments larger than a segment
+	// get a segment of their own.
+	SegmentSize int64
 	// Logger receives recovery and fallback notices; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -78,25 +86,46 @@ func (o Options) Validate() error {
 	if o.Capacity < 0 {
 		return fmt.Errorf("%w: negative capacity %d", ErrInvalid, o.Capacity)
 	}
+	if o.SegmentSize < 0 || o.SegmentSize%Align != 0 {
+		return fmt.Errorf("%w: segment size %d is not a non-negative multiple of %d", ErrInvalid, o.SegmentSize, Align)
+	}
+	switch o.Format {
+	case "", FormatFiles, FormatSegments:
+	default:
+		return fmt.Errorf("%w: unknown drive format %q (want %q or %q)", ErrInvalid, o.Format, FormatFiles, FormatSegments)
+	}
 	return nil
 }
 
-var _ Drive = (*LocalDrive)(nil)
+var (
+	_ Drive = (*LocalDrive)(nil)
+	_ Drive = (*fileDrive)(nil)
+	_ Drive = (*segmentDrive)(nil)
+)
 
-func (d *LocalDrive) errorf(op string, key erasure.FragmentKey, err error) error {
-	return fmt.Errorf("drive %s: %s fragment %v: %w", d.dir, op, key, err)
+// opError names the drive, the operation and the key.
+func opError(dir, op string, key erasure.FragmentKey, err error) error {
+	return fmt.Errorf("drive %s: %s fragment %v: %w", dir, op, key, err)
 }
 
-// ioError wraps a system error of op; device failures also wrap ErrFailed
+// sysError wraps a system error of op; device failures also wrap ErrFailed
 // and ENOSPC wraps ErrFull.
-func (d *LocalDrive) ioError(op string, key erasure.FragmentKey, err error) error {
+func sysError(dir, op string, key erasure.FragmentKey, err error) error {
 	if errors.Is(err, unix.ENOSPC) {
-		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", d.dir, op, key, ErrFull, err)
+		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", dir, op, key, ErrFull, err)
 	}
 	if isDeviceFailure(err) {
-		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", d.dir, op, key, ErrFailed, err)
+		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", dir, op, key, ErrFailed, err)
 	}
-	return d.errorf(op, key, err)
+	return opError(dir, op, key, err)
+}
+
+func (d *fileDrive) errorf(op string, key erasure.FragmentKey, err error) error {
+	return opError(d.dir, op, key, err)
+}
+
+func (d *fileDrive) ioError(op string, key erasure.FragmentKey, err error) error {
+	return sysError(d.dir, op, key, err)
 }
 
 func checkFragLen(n int) error {

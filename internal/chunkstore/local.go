@@ -17,13 +17,12 @@ import (
 	"poolfs/internal/erasure"
 )
 
-// LocalDrive is a Drive stored in a directory of a local file system. Open
-// it with Open and release it with Close.
-type LocalDrive struct {
+// fileDrive is the files format: one file per fragment (see doc.go). The
+// caller (LocalDrive) holds the directory lock.
+type fileDrive struct {
 	dir      string
 	capacity int64 // 0: from the file system
 	log      *slog.Logger
-	lockFd   int
 	syncer   *dirSyncer
 	bufs     bufPool
 	direct   atomic.Bool   // O_DIRECT in use; cleared once on fallback
@@ -37,40 +36,23 @@ type LocalDrive struct {
 	open func(path string, flags int, mode uint32) (int, error)
 }
 
-// Open opens (creating if needed) the drive in dir. It takes an exclusive
-// lock on the directory, removes temp files left by a crash and recomputes
-// usage by scanning the fanout directories in parallel.
-func Open(dir string, opts Options) (*LocalDrive, error) {
-	if err := opts.Validate(); err != nil {
-		return nil, err
-	}
-	d := &LocalDrive{dir: dir, capacity: opts.Capacity, log: opts.Logger, lockFd: -1, open: unix.Open}
-	if d.log == nil {
-		d.log = slog.Default()
-	}
-	d.log = d.log.With("drive", dir)
+// openFiles opens (creating if needed) a files-format drive in dir, whose
+// lock the caller holds: it removes temp files left by a crash and
+// recomputes usage by scanning the fanout directories in parallel.
+func openFiles(dir string, opts Options, log *slog.Logger) (*fileDrive, error) {
+	d := &fileDrive{dir: dir, capacity: opts.Capacity, log: log, open: unix.Open}
 	d.direct.Store(opts.DirectIO)
 	d.syncer = newDirSyncer(dir)
 	if err := d.createLayout(); err != nil {
-		return nil, fmt.Errorf("chunkstore: open drive %s: %w", dir, err)
+		return nil, err
 	}
-	fd, err := unix.Open(filepath.Join(dir, lockFile), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("chunkstore: open drive %s: %w", dir, err)
-	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("chunkstore: open drive %s: locked by another process: %w", dir, err)
-	}
-	d.lockFd = fd
 	if err := d.recover(); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("chunkstore: open drive %s: %w", dir, err)
+		return nil, err
 	}
 	return d, nil
 }
 
-func (d *LocalDrive) createLayout() error {
+func (d *fileDrive) createLayout() error {
 	root := filepath.Join(d.dir, fragsDir)
 	if _, err := os.Stat(filepath.Join(root, fanoutName(fanoutDirs-1))); err == nil {
 		return nil
@@ -97,25 +79,20 @@ func fsyncPath(p string) error {
 	return f.Sync()
 }
 
-// Close releases the directory lock. Calls after Close fail with ErrFailed.
-func (d *LocalDrive) Close() error {
-	if d.closed.Swap(true) || d.lockFd < 0 {
-		return nil
-	}
-	return unix.Close(d.lockFd)
+// Close makes later calls fail with ErrFailed.
+func (d *fileDrive) Close() error {
+	d.closed.Store(true)
+	return nil
 }
 
-// Dir returns the drive directory.
-func (d *LocalDrive) Dir() string { return d.dir }
-
 // DirectIO reports whether fragment I/O currently uses O_DIRECT.
-func (d *LocalDrive) DirectIO() bool { return d.direct.Load() }
+func (d *fileDrive) DirectIO() bool { return d.direct.Load() }
 
-func (d *LocalDrive) fanoutPath(i int) string {
+func (d *fileDrive) fanoutPath(i int) string {
 	return d.dir + "/" + fragsDir + "/" + fanoutName(i)
 }
 
-func (d *LocalDrive) check(ctx context.Context, op string, key erasure.FragmentKey) error {
+func (d *fileDrive) check(ctx context.Context, op string, key erasure.FragmentKey) error {
 	if d.closed.Load() {
 		return d.errorf(op, key, fmt.Errorf("%w: closed", ErrFailed))
 	}
@@ -126,7 +103,7 @@ func (d *LocalDrive) check(ctx context.Context, op string, key erasure.FragmentK
 }
 
 // reserve accounts size bytes before writing, or fails with ErrFull.
-func (d *LocalDrive) reserve(size int64) error {
+func (d *fileDrive) reserve(size int64) error {
 	if d.capacity == 0 {
 		var st unix.Statfs_t
 		if err := unix.Statfs(d.dir, &st); err != nil {
@@ -149,13 +126,13 @@ func (d *LocalDrive) reserve(size int64) error {
 	}
 }
 
-func (d *LocalDrive) keyLock(key erasure.FragmentKey) *sync.Mutex {
+func (d *fileDrive) keyLock(key erasure.FragmentKey) *sync.Mutex {
 	return &d.keyLocks[(key.Ino^key.Stripe*31^key.Gen*17^uint64(key.Index))%uint64(len(d.keyLocks))]
 }
 
 // WriteFragment implements Drive: temp file, write (O_DIRECT), fdatasync,
 // rename over the final name, group-committed fsync of the directory.
-func (d *LocalDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+func (d *fileDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
 	if err := d.check(ctx, "write", key); err != nil {
 		return err
 	}
@@ -198,7 +175,7 @@ func (d *LocalDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey,
 }
 
 // writeFile creates path with frag's bytes, durable on return.
-func (d *LocalDrive) writeFile(path string, frag []byte) error {
+func (d *fileDrive) writeFile(path string, frag []byte) error {
 	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC
 	direct := d.direct.Load()
 	for {
@@ -223,7 +200,7 @@ func (d *LocalDrive) writeFile(path string, frag []byte) error {
 	}
 }
 
-func (d *LocalDrive) writeAndSync(fd int, frag []byte, direct bool) error {
+func (d *fileDrive) writeAndSync(fd int, frag []byte, direct bool) error {
 	buf := frag
 	if direct && !isAligned(frag) {
 		buf = d.bufs.get(len(frag))
@@ -236,14 +213,14 @@ func (d *LocalDrive) writeAndSync(fd int, frag []byte, direct bool) error {
 	return unix.Fdatasync(fd)
 }
 
-func (d *LocalDrive) fallback(err error) {
+func (d *fileDrive) fallback(err error) {
 	if d.direct.Swap(false) {
 		d.log.Warn("chunkstore: O_DIRECT not supported, falling back to buffered I/O", "err", err)
 	}
 }
 
 // ReadFragment implements Drive.
-func (d *LocalDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+func (d *fileDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
 	if err := d.check(ctx, "read", key); err != nil {
 		return nil, err
 	}
@@ -280,7 +257,7 @@ func (d *LocalDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, 
 	}
 }
 
-func (d *LocalDrive) readRange(fd int, off, n int64, dst []byte, direct bool) ([]byte, error) {
+func (d *fileDrive) readRange(fd int, off, n int64, dst []byte, direct bool) ([]byte, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
@@ -309,7 +286,7 @@ func (d *LocalDrive) readRange(fd int, off, n int64, dst []byte, direct bool) ([
 
 // DeleteFragment implements Drive. The removal is not fsynced: a crash may
 // bring a deleted fragment back, and garbage collection deletes it again.
-func (d *LocalDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
+func (d *fileDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
 	if err := d.check(ctx, "delete", key); err != nil {
 		return err
 	}
@@ -332,7 +309,7 @@ func (d *LocalDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey
 }
 
 // Stat implements Drive.
-func (d *LocalDrive) Stat(ctx context.Context) (Usage, error) {
+func (d *fileDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
@@ -349,7 +326,7 @@ func (d *LocalDrive) Stat(ctx context.Context) (Usage, error) {
 
 // ListFragments implements Drive. Temp files of in-flight writes are
 // skipped; foreign files are logged and skipped.
-func (d *LocalDrive) ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error {
+func (d *fileDrive) ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error {
 	for i := range fanoutDirs {
 		if err := ctx.Err(); err != nil {
 			return err

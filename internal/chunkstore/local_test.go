@@ -71,12 +71,40 @@ func modes(t *testing.T) map[string]func(t *testing.T) string {
 	return m
 }
 
-func forEachMode(t *testing.T, fn func(t *testing.T, newDir func(t *testing.T) string, opts Options)) {
-	for name, newDir := range modes(t) {
-		t.Run(name, func(t *testing.T) {
-			fn(t, newDir, Options{DirectIO: name != "buffered"})
-		})
+// formats are the on-disk formats every drive test runs on. Segments are
+// small in tests so that writes retire and seal segments.
+var formats = []struct {
+	name string
+	opts Options
+}{
+	{"files", Options{Format: FormatFiles}},
+	{"segments", Options{Format: FormatSegments, SegmentSize: 64 << 10}},
+}
+
+func forEachFormat(t *testing.T, fn func(t *testing.T, opts Options)) {
+	for _, f := range formats {
+		t.Run(f.name, func(t *testing.T) { fn(t, f.opts) })
 	}
+}
+
+func forEachMode(t *testing.T, fn func(t *testing.T, newDir func(t *testing.T) string, opts Options)) {
+	forEachFormat(t, func(t *testing.T, opts Options) {
+		for name, newDir := range modes(t) {
+			t.Run(name, func(t *testing.T) {
+				opts.DirectIO = name != "buffered"
+				fn(t, newDir, opts)
+			})
+		}
+	})
+}
+
+// files returns the files-format implementation of d.
+func files(t testing.TB, d *LocalDrive) *fileDrive {
+	f, ok := d.impl.(*fileDrive)
+	if !ok {
+		t.Fatalf("drive %s is not in the files format", d.Dir())
+	}
+	return f
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -136,8 +164,8 @@ func TestDirectFallback(t *testing.T) {
 	var logBuf bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logBuf}, nil))
-	s := openTest(t, t.TempDir(), Options{DirectIO: true, Logger: log})
-	s.open = func(path string, flags int, mode uint32) (int, error) {
+	s := openTest(t, t.TempDir(), Options{Format: FormatFiles, DirectIO: true, Logger: log})
+	files(t, s).open = func(path string, flags int, mode uint32) (int, error) {
 		if flags&unix.O_DIRECT != 0 {
 			return -1, unix.EINVAL
 		}
@@ -178,8 +206,13 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 func TestErrors(t *testing.T) {
+	forEachFormat(t, testErrors)
+}
+
+func testErrors(t *testing.T, opts Options) {
 	dir := t.TempDir()
-	d := openTest(t, dir, Options{DirectIO: true})
+	opts.DirectIO = true
+	d := openTest(t, dir, opts)
 	_, err := d.ReadFragment(ctx, key(9), 0, -1, nil)
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), key(9).String()) {
 		t.Fatalf("want ErrNotFound naming drive and key, got %v", err)
@@ -301,7 +334,7 @@ func checkList(t *testing.T, d Drive, want map[erasure.FragmentKey]int64) {
 
 func TestReopenAfterCrash(t *testing.T) {
 	dir := t.TempDir()
-	d := openTest(t, dir, Options{DirectIO: true})
+	d := openTest(t, dir, Options{Format: FormatFiles, DirectIO: true})
 	want := map[erasure.FragmentKey]int64{}
 	for i := range 20 {
 		if err := d.WriteFragment(ctx, key(i), pattern(Align*(1+i%3), uint64(i))); err != nil {
@@ -322,7 +355,10 @@ func TestReopenAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d = openTest(t, dir, Options{DirectIO: true})
+	d = openTest(t, dir, Options{Format: FormatSegments, DirectIO: true}) // keeps its format
+	if d.Format() != FormatFiles {
+		t.Fatalf("reopened drive has format %q", d.Format())
+	}
 	if got, _ := d.Stat(ctx); got.Used != u.Used || got.Fragments != u.Fragments {
 		t.Fatalf("usage after reopen %+v, want %+v", got, u)
 	}
@@ -336,7 +372,12 @@ func TestReopenAfterCrash(t *testing.T) {
 }
 
 func TestConcurrent(t *testing.T) {
-	d := openTest(t, t.TempDir(), Options{DirectIO: true})
+	forEachFormat(t, testConcurrent)
+}
+
+func testConcurrent(t *testing.T, opts Options) {
+	opts.DirectIO = true
+	d := openTest(t, t.TempDir(), opts)
 	const workers, per = 16, 8
 	var wg sync.WaitGroup
 	for w := range workers {

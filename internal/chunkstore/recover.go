@@ -12,7 +12,7 @@ import (
 // recover removes temp files left by a crash and recomputes usage. The 256
 // fanout directories are scanned by parallel workers (readdir + stat per
 // file): about 0.5 s for 100k fragments on ext4 here.
-func (d *LocalDrive) recover() error {
+func (d *fileDrive) recover() error {
 	const workers = 8
 	type result struct {
 		used, frags, temps, foreign int64
@@ -54,7 +54,7 @@ func (d *LocalDrive) recover() error {
 	return nil
 }
 
-func (d *LocalDrive) recoverDir(i int, used, frags, temps, foreign *int64) error {
+func (d *fileDrive) recoverDir(i int, used, frags, temps, foreign *int64) error {
 	dirPath := d.fanoutPath(i)
 	names, err := readDirNames(dirPath)
 	if err != nil {

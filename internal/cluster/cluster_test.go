@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/client"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
@@ -149,7 +150,8 @@ func fragmentFiles(t *testing.T, dir string) []string {
 }
 
 func TestCorruptFragmentIsRepaired(t *testing.T) {
-	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10})
+	// Files format: the test edits fragment files.
+	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10, DriveFormat: chunkstore.FormatFiles})
 	ctx := context.Background()
 	data := randBytes(t, 8*(64<<10))
 	put(t, conn, "/f", data)
@@ -187,7 +189,8 @@ func TestCorruptFragmentIsRepaired(t *testing.T) {
 }
 
 func TestDataLossNamesFileAndStripe(t *testing.T) {
-	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10})
+	// Files format: the test edits fragment files.
+	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10, DriveFormat: chunkstore.FormatFiles})
 	ctx := context.Background()
 	data := randBytes(t, 3*8*(64<<10))
 	put(t, conn, "/lost", data)

@@ -37,6 +37,10 @@ type Config struct {
 	Domains string
 	// DirectIO uses O_DIRECT on the drives (default true).
 	DirectIO *bool
+	// DriveFormat is the on-disk format of new drives (chunkstore.FormatFiles
+	// or FormatSegments; "" means chunkstore.DefaultFormat). Existing drives
+	// keep theirs.
+	DriveFormat chunkstore.Format
 	// GCInterval is how often the fragment collector runs (default 5s).
 	GCInterval time.Duration
 	// Layout of the pool created with the cluster: "declustered" (default)
@@ -120,6 +124,11 @@ func (c *Config) Validate() error {
 	if c.DriveModel != "" {
 		if _, err := chunkstore.ModelByName(c.DriveModel); err != nil {
 			return fmt.Errorf("cluster: drive model %q: want hdd-7200, hdd-10k, hdd-15k, ssd or none", c.DriveModel)
+		}
+	}
+	if c.DriveFormat != "" {
+		if _, err := chunkstore.ParseFormat(string(c.DriveFormat)); err != nil {
+			return fmt.Errorf("cluster: drive format %q: want files or segments", c.DriveFormat)
 		}
 	}
 	if c.SpeedScale < 0 || c.SpeedScale > 1000 {

@@ -271,7 +271,8 @@ func (c *Cluster) openDrives(m *clustermap.Map) (map[placement.DriveID]chunkstor
 		wg.Add(1)
 		go func(d clustermap.Drive) {
 			defer wg.Done()
-			ld, err := chunkstore.Open(p, chunkstore.Options{Capacity: d.Capacity, DirectIO: direct, Logger: c.log})
+			ld, err := chunkstore.Open(p, chunkstore.Options{Capacity: d.Capacity, DirectIO: direct,
+				Format: c.Config.DriveFormat, Logger: c.log})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

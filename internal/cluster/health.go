@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -70,7 +69,7 @@ func (c *Cluster) driveProblem(ctx context.Context, d clustermap.Drive) string {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(c.Config.Dir, p)
 	}
-	if _, err := os.Stat(filepath.Join(p, "frags")); err != nil {
+	if err := chunkstore.CheckDir(p); err != nil {
 		return fmt.Sprintf("drive directory %s is gone: %v", p, err)
 	}
 	drv, err := c.storage.Drive(d.ID)

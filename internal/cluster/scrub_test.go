@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/erasure"
 	"poolfs/internal/mgmt"
 )
@@ -59,7 +60,8 @@ func runScrub(t *testing.T, c *Cluster) mgmt.ScrubStatus {
 }
 
 func TestScrubFindsAndRepairs(t *testing.T) {
-	c, conn := startRebuildTest(t, Config{Drives: 12})
+	// Files format: the test edits fragment files.
+	c, conn := startRebuildTest(t, Config{Drives: 12, DriveFormat: chunkstore.FormatFiles})
 	files := fillFiles(t, conn, 12, 8, 16<<10)
 	frags := fragFilesOnDisk(t, c)
 	// Damage five fragments of five different stripes: three with flipped

@@ -1,0 +1,169 @@
+package chunkstore
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// segment is one open segment file.
+type segment struct {
+	id     uint64
+	path   string
+	fd     int
+	direct bool // fd has O_DIRECT
+	salt   [saltSize]byte
+	sync   syncGroup
+
+	mu struct {
+		sync.Mutex
+		tail     int64    // next record offset (active segments)
+		limit    int64    // reservations end here (active segments)
+		inflight int      // reserved records not yet written and synced
+		retired  bool     // takes no more reservations
+		sealing  bool     // a seal is scheduled or running
+		sealed   bool     // the seal finished (or failed): removable when empty
+		removed  bool     // file unlinked
+		live     int      // records in the drive index
+		recs     []record // records written since open, for the seal index
+	}
+}
+
+const segDir = "segs"
+
+func segName(id uint64) string { return fmt.Sprintf("%016x.seg", id) }
+
+// parseSegName accepts exactly the names segName makes.
+func parseSegName(name string) (uint64, bool) {
+	if len(name) != 20 || name[16:] != ".seg" {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(name[:16], 16, 64)
+	if err != nil || segName(id) != name {
+		return 0, false
+	}
+	return id, true
+}
+
+// openSegFile opens a segment file read-write, with O_DIRECT when direct;
+// it reports whether O_DIRECT is in use (false after an EINVAL refusal).
+func openSegFile(path string, flags int, direct bool) (fd int, usedDirect bool, err error) {
+	flags |= unix.O_RDWR | unix.O_CLOEXEC
+	if direct {
+		fd, err = unix.Open(path, flags|unix.O_DIRECT, 0o644)
+		if err == nil || !isDirectUnsupported(err) {
+			return fd, err == nil, err
+		}
+	}
+	fd, err = unix.Open(path, flags, 0o644)
+	return fd, false, err
+}
+
+// createSegment creates segment id with size bytes preallocated, durable
+// (file, header and directory entry) before it takes any record.
+func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
+	s := &segment{id: id, path: d.segPath(id), fd: -1}
+	if _, err := rand.Read(s.salt[:]); err != nil {
+		return nil, err
+	}
+	fd, direct, err := openSegFile(s.path, unix.O_CREAT|unix.O_EXCL, d.direct.Load())
+	if err != nil {
+		return nil, err
+	}
+	if !direct {
+		d.fallback()
+	}
+	s.fd, s.direct = fd, direct
+	fail := func(err error) (*segment, error) {
+		unix.Close(fd)
+		unix.Unlink(s.path)
+		return nil, err
+	}
+	if d.prealloc {
+		if err := unix.Fallocate(fd, 0, 0, size); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+			return fail(err)
+		}
+	}
+	hdr := d.bufs.get(Align)
+	encodeSegmentHeader(hdr, id, &s.salt)
+	err = pwriteFull(fd, hdr, 0)
+	d.bufs.put(hdr)
+	if err == nil {
+		err = unix.Fsync(fd)
+	}
+	if err == nil {
+		err = d.fsyncSegDir()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	s.mu.tail, s.mu.limit = Align, size
+	return s, nil
+}
+
+// reserve takes n bytes at the tail of an active segment, or reports false
+// if it is retired or too full.
+func (s *segment) reserve(n int64) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.retired || s.mu.tail+n > s.mu.limit && s.mu.tail > Align {
+		return 0, false
+	}
+	off := s.mu.tail
+	s.mu.tail += n
+	s.mu.inflight++
+	return off, true
+}
+
+// syncGroup is a group commit of one file: a caller of commit waits for a
+// sync that started after the call began; callers queued behind a running
+// sync share the next one.
+type syncGroup struct {
+	mu struct {
+		sync.Mutex
+		cond    *sync.Cond
+		seq     uint64 // commits registered
+		done    uint64 // commits covered by a finished sync
+		running bool   // a sync is in flight
+		err     error  // first sync error, sticky
+	}
+}
+
+// commit runs sync (or shares a concurrent caller's) and returns its error.
+// A failed sync is sticky: it fails every commit it covered and every later
+// one (after an fsync error the kernel may have dropped dirty pages, so a
+// retry could falsely report durability).
+func (g *syncGroup) commit(sync func() error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.cond == nil {
+		g.mu.cond = newCond(&g.mu.Mutex)
+	}
+	g.mu.seq++
+	my := g.mu.seq
+	for g.mu.done < my && g.mu.err == nil {
+		if g.mu.running {
+			g.mu.cond.Wait()
+			continue
+		}
+		g.mu.running = true
+		target := g.mu.seq
+		g.mu.Unlock()
+		err := sync()
+		g.mu.Lock()
+		g.mu.running = false
+		if err != nil {
+			g.mu.err = err
+		} else {
+			g.mu.done = target
+		}
+		g.mu.cond.Broadcast()
+	}
+	return g.mu.err
+}
+
+func newCond(l sync.Locker) *sync.Cond { return sync.NewCond(l) }

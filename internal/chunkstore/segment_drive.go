@@ -1,0 +1,535 @@
+package chunkstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"poolfs/internal/erasure"
+)
+
+const (
+	// DefaultSegmentSize is the preallocated size of a segment file.
+	DefaultSegmentSize = 256 << 20
+	// activeSegments is the number of segments taking appends at once, so
+	// that concurrent writers do not all queue on one fdatasync.
+	activeSegments = 4
+)
+
+// segmentDrive is the segments format (see doc.go): fragments appended to
+// a few active segment files, an in-memory index rebuilt by Open.
+type segmentDrive struct {
+	dir      string
+	capacity int64 // 0: from the file system
+	segSize  int64
+	prealloc bool // fallocate new segments (benchmarks turn it off)
+	// fdatasync syncs a segment's records: unix.Fdatasync, replaced in
+	// tests to inject failures.
+	fdatasync func(fd int) error
+	log       *slog.Logger
+	bufs      bufPool
+	direct    atomic.Bool
+	used      atomic.Int64 // bytes of fragments, including reserved writes
+	frags     atomic.Int64
+	seq       atomic.Uint64 // last record sequence number
+	nextID    atomic.Uint64 // last segment id
+	rr        atomic.Uint64 // round robin over active slots
+	failed    atomic.Pointer[error]
+	closed    atomic.Bool
+	// ops is held shared by every call and exclusively by Close, which
+	// closes the segment files: no call uses a closed (or reused) fd.
+	ops      sync.RWMutex
+	bg       sync.WaitGroup // seals and removals in flight
+	keyLocks [256]sync.RWMutex
+	slots    [activeSegments]struct {
+		sync.Mutex
+		seg *segment // guarded by the slot's mutex
+	}
+
+	mu struct {
+		sync.RWMutex
+		index map[erasure.FragmentKey]loc
+		segs  map[uint64]*segment // open segment files
+	}
+}
+
+// loc is where a live fragment is.
+type loc struct {
+	seg    *segment
+	off    int64 // header block offset
+	length int64
+	seq    uint64
+	mtime  int64
+}
+
+func (d *segmentDrive) segPath(id uint64) string {
+	return d.dir + "/" + segDir + "/" + segName(id)
+}
+
+func (d *segmentDrive) fsyncSegDir() error { return fsyncPath(d.dir + "/" + segDir) }
+
+func (d *segmentDrive) fallback() {
+	if d.direct.Swap(false) {
+		d.log.Warn("chunkstore: O_DIRECT not supported, falling back to buffered I/O")
+	}
+}
+
+// DirectIO reports whether new segment files use O_DIRECT.
+func (d *segmentDrive) DirectIO() bool { return d.direct.Load() }
+
+func (d *segmentDrive) keyLock(key erasure.FragmentKey) *sync.RWMutex {
+	return &d.keyLocks[(key.Ino^key.Stripe*31^key.Gen*17^uint64(key.Index))%uint64(len(d.keyLocks))]
+}
+
+// enter starts a call; unless it fails, the caller must call d.ops.RUnlock.
+func (d *segmentDrive) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d.ops.RLock()
+	if d.closed.Load() {
+		d.ops.RUnlock()
+		return fmt.Errorf("%w: closed", ErrFailed)
+	}
+	return nil
+}
+
+// reserve accounts size bytes before writing, or fails with ErrFull.
+func (d *segmentDrive) reserve(size int64) error {
+	if d.capacity == 0 {
+		var st unix.Statfs_t
+		if err := unix.Statfs(d.dir, &st); err != nil {
+			return err
+		}
+		if free := int64(st.Bavail) * st.Bsize; size > free {
+			return fmt.Errorf("%w: %d bytes wanted, file system has %d free", ErrFull, size, free)
+		}
+		d.used.Add(size)
+		return nil
+	}
+	for {
+		u := d.used.Load()
+		if u+size > d.capacity {
+			return fmt.Errorf("%w: %d bytes wanted, %d of %d used", ErrFull, size, u, d.capacity)
+		}
+		if d.used.CompareAndSwap(u, u+size) {
+			return nil
+		}
+	}
+}
+
+// WriteFragment implements Drive: reserve an extent at the tail of an
+// active segment, write header and data in one pwritev (O_DIRECT), then a
+// group-committed fdatasync of the segment.
+func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+	if err := d.enter(ctx); err != nil {
+		return opError(d.dir, "write", key, err)
+	}
+	defer d.ops.RUnlock()
+	if err := checkFragLen(len(frag)); err != nil {
+		return opError(d.dir, "write", key, err)
+	}
+	if p := d.failed.Load(); p != nil {
+		return opError(d.dir, "write", key, fmt.Errorf("%w: earlier fsync failed: %w", ErrFailed, *p))
+	}
+	size := int64(len(frag))
+	if err := d.reserve(size); err != nil {
+		return opError(d.dir, "write", key, err)
+	}
+	r := record{key: key, length: size, mtime: time.Now().UnixNano()}
+	s, err := d.place(&r)
+	if err != nil {
+		d.used.Add(-size)
+		return sysError(d.dir, "write", key, err)
+	}
+	r.crc = saltedCRC(&s.salt, frag)
+	err = d.writeRecord(s, &r, frag)
+	if err == nil {
+		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })
+		if err != nil {
+			d.failed.CompareAndSwap(nil, &err)
+			err = fmt.Errorf("%w: fdatasync: %w", ErrFailed, err)
+		}
+	}
+	if err != nil {
+		d.used.Add(-size)
+		d.punch(s, r.off, Align+size)
+		d.release(s)
+		return sysError(d.dir, "write", key, err)
+	}
+	d.insert(s, r)
+	d.release(s)
+	return nil
+}
+
+// place reserves room for r in an active segment, creating one if needed,
+// and sets r.off, r.seq and r.seg. The caller must release the segment.
+func (d *segmentDrive) place(r *record) (*segment, error) {
+	n := Align + r.length
+	slot := &d.slots[d.rr.Add(1)%activeSegments]
+	slot.Lock()
+	defer slot.Unlock()
+	if s := slot.seg; s != nil {
+		if off, ok := s.reserve(n); ok {
+			r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
+			return s, nil
+		}
+		d.retire(s)
+		slot.seg = nil
+	}
+	size := max(d.segSize, Align+n)
+	s, err := d.createSegment(d.nextID.Add(1), size)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.mu.segs[s.id] = s
+	d.mu.Unlock()
+	slot.seg = s
+	off, _ := s.reserve(n)
+	r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
+	return s, nil
+}
+
+func (d *segmentDrive) writeRecord(s *segment, r *record, frag []byte) error {
+	hdr := d.bufs.get(Align)
+	defer d.bufs.put(hdr)
+	encodeRecordHeader(hdr, &s.salt, r)
+	data := frag
+	if s.direct && !isAligned(frag) {
+		data = d.bufs.get(len(frag))
+		copy(data, frag)
+		defer d.bufs.put(data)
+	}
+	iov := [][]byte{hdr, data}
+	off := r.off
+	for len(iov) > 0 {
+		n, err := unix.Pwritev(s.fd, iov, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("short write")
+		}
+		off += int64(n)
+		for n > 0 && len(iov) > 0 { // a short write: skip what was written
+			k := min(n, len(iov[0]))
+			iov[0], n = iov[0][k:], n-k
+			if len(iov[0]) == 0 {
+				iov = iov[1:]
+			}
+		}
+	}
+	return nil
+}
+
+// insert makes r the live record of its key; a record it replaces (a
+// retried write) is punched out.
+func (d *segmentDrive) insert(s *segment, r record) {
+	kl := d.keyLock(r.key)
+	kl.Lock()
+	defer kl.Unlock()
+	l := loc{seg: s, off: r.off, length: r.length, seq: r.seq, mtime: r.mtime}
+	d.mu.Lock()
+	old, had := d.mu.index[r.key]
+	if had && old.seq > r.seq { // a concurrent write of the same key won
+		d.mu.Unlock()
+		d.used.Add(-r.length)
+		s.mu.Lock()
+		s.mu.live++ // drop decrements
+		s.mu.Unlock()
+		d.drop(l)
+		return
+	}
+	d.mu.index[r.key] = l
+	d.mu.Unlock()
+	s.mu.Lock()
+	s.mu.live++
+	s.mu.recs = append(s.mu.recs, r)
+	s.mu.Unlock()
+	if had {
+		d.used.Add(-old.length)
+		d.drop(old)
+	} else {
+		d.frags.Add(1)
+	}
+}
+
+// drop punches out a record that left the index (header block first, so a
+// crash never leaves a header over punched data) and removes its segment
+// once that holds no live record. The caller holds the key lock.
+func (d *segmentDrive) drop(l loc) error {
+	err := d.punch(l.seg, l.off, Align)
+	if err == nil {
+		err = d.punch(l.seg, l.off+Align, l.length)
+	}
+	s := l.seg
+	s.mu.Lock()
+	s.mu.live--
+	remove := s.mu.live == 0 && s.mu.sealed && !s.mu.removed
+	if remove {
+		s.mu.removed = true
+	}
+	s.mu.Unlock()
+	if remove {
+		d.removeSegment(s)
+	}
+	return err
+}
+
+// punch deallocates [off, off+n) of s; where the file system cannot punch
+// holes, it overwrites the first block with zeros, which voids a record
+// header just as well.
+func (d *segmentDrive) punch(s *segment, off, n int64) error {
+	err := unix.Fallocate(s.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		z := d.bufs.get(Align)
+		clear(z)
+		err = pwriteFull(s.fd, z, off)
+		d.bufs.put(z)
+	}
+	return err
+}
+
+func (d *segmentDrive) removeSegment(s *segment) {
+	d.mu.Lock()
+	delete(d.mu.segs, s.id)
+	d.mu.Unlock()
+	if err := unix.Unlink(s.path); err != nil {
+		d.log.Warn("chunkstore: remove empty segment", "path", s.path, "err", err)
+	}
+	unix.Close(s.fd)
+}
+
+// ReadFragment implements Drive.
+func (d *segmentDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	if err := d.enter(ctx); err != nil {
+		return nil, opError(d.dir, "read", key, err)
+	}
+	defer d.ops.RUnlock()
+	if err := checkRange(off, n); err != nil {
+		return nil, opError(d.dir, "read", key, err)
+	}
+	kl := d.keyLock(key)
+	kl.RLock()
+	defer kl.RUnlock()
+	d.mu.RLock()
+	l, ok := d.mu.index[key]
+	d.mu.RUnlock()
+	if !ok {
+		return nil, opError(d.dir, "read", key, ErrNotFound)
+	}
+	if n < 0 {
+		n = l.length - off
+	}
+	if n < 0 || off+n > l.length {
+		return nil, opError(d.dir, "read", key,
+			fmt.Errorf("%w: range [%d, %d) beyond fragment size %d", ErrInvalid, off, off+n, l.length))
+	}
+	out, err := d.readAt(l.seg, l.off+Align+off, n, dst)
+	if err != nil {
+		return nil, sysError(d.dir, "read", key, err)
+	}
+	return out, nil
+}
+
+// readAt reads n bytes at off of s into dst if it fits (bouncing through
+// an aligned buffer when O_DIRECT needs one), else into a new buffer.
+func (d *segmentDrive) readAt(s *segment, off, n int64, dst []byte) ([]byte, error) {
+	if int64(cap(dst)) >= n && (!s.direct || isAligned(dst)) {
+		out := dst[:n]
+		return out, preadFull(s.fd, out, off)
+	}
+	if int64(cap(dst)) < n {
+		out := AlignedBuffer(int(n))
+		return out, preadFull(s.fd, out, off)
+	}
+	buf := d.bufs.get(int(n))
+	defer d.bufs.put(buf)
+	if err := preadFull(s.fd, buf, off); err != nil {
+		return nil, err
+	}
+	return dst[:copy(dst[:n], buf)], nil
+}
+
+// DeleteFragment implements Drive: the record leaves the index and is
+// punched out, without fsync (a crash may bring it back; GC deletes it
+// again).
+func (d *segmentDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
+	if err := d.enter(ctx); err != nil {
+		return opError(d.dir, "delete", key, err)
+	}
+	defer d.ops.RUnlock()
+	kl := d.keyLock(key)
+	kl.Lock()
+	defer kl.Unlock()
+	d.mu.Lock()
+	l, ok := d.mu.index[key]
+	delete(d.mu.index, key)
+	d.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	d.used.Add(-l.length)
+	d.frags.Add(-1)
+	if err := d.drop(l); err != nil {
+		return sysError(d.dir, "delete", key, err)
+	}
+	return nil
+}
+
+// ListFragments implements Drive, from the in-memory index.
+func (d *segmentDrive) ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error {
+	type item struct {
+		key         erasure.FragmentKey
+		size, mtime int64
+	}
+	d.mu.RLock()
+	items := make([]item, 0, len(d.mu.index))
+	for k, l := range d.mu.index {
+		items = append(items, item{k, l.length, l.mtime})
+	}
+	d.mu.RUnlock()
+	for i, it := range items {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := fn(it.key, it.size, time.Unix(0, it.mtime)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stat implements Drive.
+func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return Usage{}, err
+	}
+	u := Usage{Capacity: d.capacity, Used: d.used.Load(), Fragments: d.frags.Load()}
+	if u.Capacity == 0 {
+		var st unix.Statfs_t
+		if err := unix.Statfs(d.dir, &st); err != nil {
+			return Usage{}, fmt.Errorf("drive %s: statfs: %w", d.dir, err)
+		}
+		u.Capacity = u.Used + int64(st.Bavail)*st.Bsize
+	}
+	return u, nil
+}
+
+// retire stops reservations in s; the last writer to release it seals it.
+func (d *segmentDrive) retire(s *segment) {
+	s.mu.Lock()
+	s.mu.retired = true
+	seal := s.mu.inflight == 0 && !s.mu.sealing
+	if seal {
+		s.mu.sealing = true
+	}
+	s.mu.Unlock()
+	if seal {
+		d.bg.Add(1)
+		go d.sealInBackground(s)
+	}
+}
+
+// release ends a reservation of s.
+func (d *segmentDrive) release(s *segment) {
+	s.mu.Lock()
+	s.mu.inflight--
+	seal := s.mu.retired && s.mu.inflight == 0 && !s.mu.sealing
+	if seal {
+		s.mu.sealing = true
+	}
+	s.mu.Unlock()
+	if seal {
+		d.bg.Add(1)
+		go d.sealInBackground(s)
+	}
+}
+
+func (d *segmentDrive) sealInBackground(s *segment) {
+	defer d.bg.Done()
+	if err := d.seal(s); err != nil {
+		d.log.Warn("chunkstore: seal segment (the next open scans it)", "path", s.path, "err", err)
+	}
+	s.mu.Lock()
+	s.mu.sealed = true
+	remove := s.mu.live == 0 && !s.mu.removed
+	if remove {
+		s.mu.removed = true
+	}
+	s.mu.Unlock()
+	if remove {
+		d.removeSegment(s)
+	}
+}
+
+// seal writes the index of s's live records and a trailer at its tail,
+// truncates the preallocated rest and fdatasyncs, so that Open reads the
+// index instead of scanning. Every record of s is durable already; s takes
+// no more records.
+func (d *segmentDrive) seal(s *segment) error {
+	s.mu.Lock()
+	end := s.mu.tail
+	all := s.mu.recs
+	s.mu.recs = nil
+	live := s.mu.live
+	s.mu.Unlock()
+	if live == 0 {
+		return nil // removed by the caller
+	}
+	d.mu.RLock()
+	recs := all[:0:0]
+	for _, r := range all {
+		if l, ok := d.mu.index[r.key]; ok && l.seg == s && l.off == r.off {
+			recs = append(recs, r)
+		}
+	}
+	d.mu.RUnlock()
+	b := encodeIndex(recs, &s.salt, s.id, end)
+	if err := unix.Ftruncate(s.fd, end+int64(len(b))); err != nil {
+		return err
+	}
+	if err := pwriteFull(s.fd, b, end); err != nil {
+		return err
+	}
+	return unix.Fdatasync(s.fd)
+}
+
+// Close seals the active segments, waits for seals in flight and closes
+// the segment files. Calls after Close fail with ErrFailed.
+func (d *segmentDrive) Close() error {
+	d.ops.Lock() // waits for calls in flight
+	defer d.ops.Unlock()
+	if d.closed.Swap(true) {
+		return nil
+	}
+	for i := range d.slots {
+		slot := &d.slots[i]
+		slot.Lock()
+		if slot.seg != nil {
+			d.retire(slot.seg)
+			slot.seg = nil
+		}
+		slot.Unlock()
+	}
+	d.bg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.mu.segs {
+		unix.Close(s.fd)
+	}
+	d.mu.segs = nil
+	return nil
+}
