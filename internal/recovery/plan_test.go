@@ -13,11 +13,12 @@ import (
 // failures, what every rebuild plan must satisfy: targets are up drives of
 // the PG's new set holding no other fragment of the stripe, sources are K
 // distinct surviving fragments, applying the plan leaves every stripe
-// healthy (nothing misplaced: no second move), and with many stripes the
-// I/O per drive (reads plus writes) is even.
+// healthy (nothing misplaced: no second move), and, where a stripe has
+// more surviving fragments than K to choose from, the I/O per drive (reads
+// plus writes) is even: within 5% of the mean with many stripes.
 func TestPlanProperties(t *testing.T) {
 	schemes := [][2]int{{8, 2}, {4, 2}, {6, 3}, {2, 1}}
-	for seed := range uint64(12) {
+	for seed := range uint64(16) {
 		r := rand.New(rand.NewPCG(seed, 42))
 		sc := schemes[r.IntN(len(schemes))]
 		k, m := sc[0], sc[1]
@@ -69,6 +70,9 @@ func TestPlanProperties(t *testing.T) {
 				perDrive += c
 			}
 			perDrive /= survivors
+			if fails >= m {
+				return // every surviving fragment is read: no choice to balance
+			}
 			if b := balance(io); perDrive >= 200 && b > 1.05 {
 				t.Errorf("I/O per drive busiest/mean %.3f with %d fragments per drive, want <= 1.05", b, perDrive)
 			}
