@@ -45,7 +45,7 @@ type RebuildPolicy struct {
 }
 
 // busyShares are the BusyShare of each level, lowest first.
-var busyShares = []float64{0.1, 0.25, 0.5, 0.75, 1}
+var busyShares = []float64{0.1, 0.25, 0.4, 0.7, 1}
 
 // RebuildPolicyAt returns the policy of a priority level (0 = lowest ..
 // 4 = highest; out-of-range levels are clamped) for a pool of n drives with

@@ -11,8 +11,8 @@ func TestRebuildPolicyAt(t *testing.T) {
 	}{
 		{0, 60, 8, 1, 1, 0.1, false},
 		{1, 60, 8, 1, 3, 0.25, false},
-		{2, 60, 8, 8, 48, 0.5, true},
-		{3, 60, 8, 8, 48, 0.75, true},
+		{2, 60, 8, 8, 48, 0.4, true},
+		{3, 60, 8, 8, 48, 0.7, true},
 		{4, 60, 8, 8, 48, 1, true},
 		{-3, 12, 8, 1, 1, 0.1, false}, // clamped to lowest
 		{9, 12, 8, 8, 48, 1, true},    // clamped to highest

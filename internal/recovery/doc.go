@@ -64,6 +64,21 @@
 // recorded in the map (Ceph's pg_upmap_items) would allow both, at the
 // cost of a map that is no longer a pure function of the drives.
 //
+// # Execution and priority
+//
+// Run starts tasks in plan order, keeping up to Limits.Depth tasks per
+// drive (and Limits.Max over the pool) in flight: enough that every drive
+// always has rebuild work waiting. It does not pace the I/O itself. A task
+// runs on a storage server (storage.Reconstruct), whose rebuild gate admits
+// each of the task's reads and writes separately, per drive: a source is
+// free for the next task as soon as its fragment is read, and the target
+// writes while other tasks read (the task is pipelined, not held as one
+// unit). The gate also applies the pool's rebuild priority
+// (clustermap.RebuildPolicyAt): from medium up, a drive without client I/O
+// is taken whole, and a drive clients use gives rebuild only the
+// priority's share of its time, in slots aligned across drives so that a
+// client stripe meets rebuild I/O on few of its drives at once.
+//
 // # Commit with compare-and-set
 //
 // A task writes the new fragments of generation Gen, then records the new

@@ -127,7 +127,12 @@ func (g *ioGate) acquire(ctx context.Context, id placement.DriveID, share float6
 		if ok {
 			d.rebuild++
 			d.started = time.Now()
+			// Only an I/O that queues behind nothing but rebuild I/O
+			// measures the drive's service time.
 			others := d.rebuild - 1
+			if d.client > 0 {
+				others = -1
+			}
 			g.mu.Unlock()
 			start := time.Now()
 			return func() { g.release(id, start, others) }, nil
@@ -148,17 +153,22 @@ func (g *ioGate) acquire(ctx context.Context, id placement.DriveID, share float6
 
 // release ends a rebuild I/O that started at start with others more
 // rebuild I/Os in flight on its drive (it queued behind them, so its
-// service time is about its duration divided by others+1).
+// service time is about its duration divided by others+1), or, if others
+// is negative, behind client I/O (its duration says nothing of the
+// service time).
 func (g *ioGate) release(id placement.DriveID, start time.Time, others int) {
-	svc := time.Since(start) / time.Duration(others+1)
+	dur := time.Since(start)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	d := g.driveLocked(id)
 	d.rebuild--
-	if g.svc == 0 {
-		g.svc = svc
-	} else {
-		g.svc += (svc - g.svc) / 16
+	if others >= 0 {
+		svc := dur / time.Duration(others+1)
+		if g.svc == 0 {
+			g.svc = svc
+		} else {
+			g.svc += (svc - g.svc) / 16
+		}
 	}
 	close(d.wake)
 	d.wake = make(chan struct{})
