@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -165,5 +166,19 @@ func TestGateCancel(t *testing.T) {
 	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
 	if _, err := g.acquire(ctx, 1, 0.5); err != context.Canceled {
 		t.Fatalf("acquire on a full drive after cancel: %v, want context.Canceled", err)
+	}
+}
+
+func TestReconstructArgsShare(t *testing.T) {
+	tests := []struct {
+		share float64
+		ok    bool
+	}{{0, true}, {0.4, true}, {1, true}, {-0.1, false}, {1.5, false}, {math.NaN(), false}, {math.Inf(1), false}}
+	for _, tt := range tests {
+		a := ReconstructArgs{K: 2, M: 1, StripeLen: 8192, ShardSize: 4096, Share: tt.share,
+			Sources: []FragmentAt{{0, 0}, {1, 1}}, Targets: []FragmentAt{{2, 2}}}
+		if err := a.validate(); (err == nil) != tt.ok {
+			t.Errorf("share %g: validate = %v, want ok %v", tt.share, err, tt.ok)
+		}
 	}
 }
