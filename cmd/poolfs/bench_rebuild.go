@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -48,14 +49,29 @@ type rebuildRun struct {
 	ReadSkew        float64          `json:"read_busiest_over_mean"`
 	WriteSkew       float64          `json:"write_busiest_over_mean"`
 	CPUCores        float64          `json:"cpu_cores"` // mean cores busy from failure to healthy
-	// A second failure with no client load (declustered only).
-	NoLoadPriority  string  `json:"noload_priority,omitempty"`
-	NoLoadRunSec    float64 `json:"noload_run_sec,omitempty"`
-	NoLoadBoundSec  float64 `json:"noload_bound_sec,omitempty"`
-	NoLoadReadSkew  float64 `json:"noload_read_busiest_over_mean,omitempty"`
-	NoLoadWriteSkew float64 `json:"noload_write_busiest_over_mean,omitempty"`
-	NoLoadCPUCores  float64 `json:"noload_cpu_cores,omitempty"`
-	Verified        bool    `json:"verified"`
+	ScanSec         float64          `json:"scan_sec"`  // one scan of the stripes (a run has two)
+	// LoadAvg is the machine's 1-minute load average (/proc/loadavg) before
+	// the failure and after the rebuild: other processes compete for the CPUs.
+	LoadAvg [2]float64 `json:"loadavg"`
+	// Further failures with no client load, one per priority (grouped:
+	// the first priority only).
+	NoLoad   []noLoadRun `json:"noload,omitempty"`
+	Verified bool        `json:"verified"`
+}
+
+// noLoadRun is one rebuild without client load.
+type noLoadRun struct {
+	Priority  string  `json:"priority"`
+	Drive     string  `json:"drive"`
+	RunSec    float64 `json:"run_sec"`
+	BoundSec  float64 `json:"bound_sec"`                // aggregate: all busy time over the surviving drives
+	Busiest   float64 `json:"busiest_sec"`              // the busiest drive's busy time
+	Percent   float64 `json:"percent_of_bound"`         // of BoundSec
+	PercentB  float64 `json:"percent_of_busiest_bound"` // of the busiest drive's time
+	ReadSkew  float64 `json:"read_busiest_over_mean"`
+	WriteSkew float64 `json:"write_busiest_over_mean"`
+	IOSkew    float64 `json:"busiest_over_mean"`
+	CPUCores  float64 `json:"cpu_cores"`
 }
 
 // rebuildOpts are the flags of `poolfs bench rebuild`.
@@ -66,10 +82,10 @@ type rebuildOpts struct {
 	scale   float64
 	fill    int64
 	unit    uint32
-	healthy int  // seconds of load before the failure
-	noLoad  bool // measure a second failure without load
-	// noLoadPriority is the pool's rebuild priority for that second failure.
-	noLoadPriority string
+	healthy int // seconds of load before the failure
+	// noLoad are the rebuild priorities of the further failures measured
+	// without client load, one failure each (grouped: the first only).
+	noLoad []string
 }
 
 // addBenchRebuild adds `bench rebuild` to the bench command of root.
@@ -91,8 +107,8 @@ func benchRebuildCmd(g *globals) *cobra.Command {
 drives (speed model scaled so that the drives, not this machine, are the bottleneck), run a
 sequential write+read load, fail a drive, and record client throughput every second, the
 rebuild duration, each drive's rebuild reads and writes, and the CPU used. The declustered run
-then fails a second drive without load and compares the rebuild time with what the drive model
-allows. Writes OUT.json, OUT.svg (both layouts) and OUT-LAYOUT.svg (each with its rebuild
+then fails further drives without load, one per --no-load priority, and compares each rebuild
+time with what the drive model allows. Writes OUT.json, OUT.svg (both layouts) and OUT-LAYOUT.svg (each with its rebuild
 window) and prints the rebuild-time ratio next to the theoretical (N-1)/(k+1) bound. Every byte
 is verified at the end.`,
 		Args: cobra.NoArgs,
@@ -127,6 +143,12 @@ is verified at the end.`,
 				fmt.Printf("grouped/declustered rebuild time: %.1fx, rebuild rate %.1fx (theoretical bound (N-1)/(k+1) = %.1f for N=%d, %d+%d)\n",
 					ratio, rate, bound, o.drives, k, m)
 				res["ratio"], res["rate_ratio"], res["bound"] = ratio, rate, bound
+				if d, g := runs[0].NoLoad, runs[1].NoLoad; len(d) > 0 && len(g) > 0 && d[0].Priority == g[0].Priority {
+					nl := g[0].RunSec / d[0].RunSec
+					fmt.Printf("no load, priority %s: grouped/declustered rebuild time %.1fx (drive bounds: %.1f s busiest grouped drive, %.1f s declustered)\n",
+						d[0].Priority, nl, g[0].Busiest, max(d[0].BoundSec, d[0].Busiest))
+					res["noload_ratio"] = nl
+				}
 			}
 			b, _ := json.MarshalIndent(res, "", "  ")
 			if err := os.WriteFile(out+".json", b, 0o644); err != nil {
@@ -147,8 +169,7 @@ is verified at the end.`,
 	f.StringVar(&fill, "fill", "3G", "user bytes written before the failure")
 	f.StringVar(&unit, "unit", "256K", "stripe unit")
 	f.IntVar(&o.healthy, "healthy", 8, "seconds of load before the failure")
-	f.BoolVar(&o.noLoad, "no-load", true, "declustered: also rebuild a second failure without client load")
-	f.StringVar(&o.noLoadPriority, "no-load-priority", "highest", "rebuild priority of the no-load rebuild (the loaded one runs at the default, medium)")
+	f.StringSliceVar(&o.noLoad, "no-load", []string{"medium", "highest"}, "then rebuild one more failure without client load at each of these priorities (grouped: the first only; none: skip; the loaded rebuild runs at the default, medium)")
 	f.StringVar(&layouts, "layouts", "declustered,grouped", "layouts to run, in order")
 	f.StringVar(&out, "out", "rebuild", "result file prefix (PREFIX.json, PREFIX.svg)")
 	return cmd
@@ -158,14 +179,15 @@ func printRebuildRun(r rebuildRun) {
 	fmt.Printf("%-12s rebuild %6.1f s (run %.1f s; drive bound %.1f s, busiest drive %.1f s: %.0f%% of the bound), %s rebuilt\n",
 		r.Layout, r.RebuildSec, r.RunSec, r.BoundSec, r.BusiestBoundSec,
 		100*max(r.BoundSec, r.BusiestBoundSec)/max(r.RunSec, 1e-9), human(r.RebuiltBytes))
-	fmt.Printf("             busiest/mean drive rebuild I/O: reads %.2f, writes %.2f, all %.2f; CPU %.2f cores\n",
-		r.ReadSkew, r.WriteSkew, r.BusiestOverMean, r.CPUCores)
+	fmt.Printf("             busiest/mean drive rebuild I/O: reads %.2f, writes %.2f, all %.2f; CPU %.2f cores; a scan of the stripes %.1f s\n",
+		r.ReadSkew, r.WriteSkew, r.BusiestOverMean, r.CPUCores, r.ScanSec)
 	fmt.Printf("             client %.1f MiB/s healthy, %.1f MiB/s during the rebuild (%.0f%%); verified %v\n",
 		r.HealthyMiBs, r.RebuildMiBs, 100*r.RebuildMiBs/max(r.HealthyMiBs, 1e-9), r.Verified)
-	if r.NoLoadRunSec > 0 {
-		fmt.Printf("             no load (priority %s): rebuild run %.1f s, drive bound %.1f s (%.0f%%), reads %.2f writes %.2f busiest/mean, CPU %.2f cores\n",
-			r.NoLoadPriority, r.NoLoadRunSec, r.NoLoadBoundSec, 100*r.NoLoadBoundSec/r.NoLoadRunSec, r.NoLoadReadSkew, r.NoLoadWriteSkew, r.NoLoadCPUCores)
+	for _, n := range r.NoLoad {
+		fmt.Printf("             no load, priority %s (%s): rebuild run %.1f s, drive bound %.1f s (%.0f%%), busiest drive %.1f s (%.0f%%); busiest/mean reads %.2f writes %.2f all %.2f; CPU %.2f cores\n",
+			n.Priority, n.Drive, n.RunSec, n.BoundSec, n.Percent, n.Busiest, n.PercentB, n.ReadSkew, n.WriteSkew, n.IOSkew, n.CPUCores)
 	}
+	fmt.Printf("             load average %.2f before the failure, %.2f after the rebuild (%d CPUs)\n", r.LoadAvg[0], r.LoadAvg[1], runtime.NumCPU())
 }
 
 // writeRebuildCharts writes OUT.svg (every layout, the first one's rebuild
@@ -397,6 +419,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 		r.HealthyMiBs += v / float64(len(r.Throughput)-1)
 	}
 	r.FailAtSec = time.Since(start).Seconds()
+	r.LoadAvg[0] = loadAvg()
 	before := c.Mgmt.Rebuild()
 	cpu0, wall0 := cpuSeconds(), time.Now()
 	r.RebuildSec, err = failAndWait(ctx, c, 3, tick, sample)
@@ -406,12 +429,13 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 		return r, err
 	}
 	r.CPUCores = (cpuSeconds() - cpu0) / time.Since(wall0).Seconds()
+	r.LoadAvg[1] = loadAvg()
 	during := r.Throughput[int(r.FailAtSec+0.5):]
 	for _, v := range during {
 		r.RebuildMiBs += v / float64(len(during))
 	}
 	after := c.Mgmt.Rebuild()
-	r.RunSec = after.LastSeconds
+	r.RunSec, r.ScanSec = after.LastSeconds, after.ScanSec
 	r.DriveIO = diff(after.DriveIO, before.DriveIO)
 	reads, writes := diff(after.DriveReads, before.DriveReads), diff(after.DriveWrites, before.DriveWrites)
 	r.BusiestOverMean, r.ReadSkew, r.WriteSkew = skew(r.DriveIO), skew(reads), skew(writes)
@@ -426,23 +450,15 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	}
 	stop()
 	wg.Wait()
-	if o.noLoad && layout == "declustered" {
-		// A second failure with no client load: how close to the drives' bound?
-		if err := c.Mgmt.SetRebuildPriority(ctx, "default", o.noLoadPriority); err != nil {
-			return r, err
+	for i, prio := range o.noLoad {
+		if prio == "none" || prio == "" || (layout != "declustered" && i > 0) {
+			continue // grouped: the first priority only (a grouped rebuild is slow)
 		}
-		before := c.Mgmt.Rebuild()
-		cpu0, wall0 := cpuSeconds(), time.Now()
-		if _, err := failAndWait(ctx, c, 7, tick, func() {}); err != nil {
-			return r, err
+		n, err := noLoadRebuild(ctx, c, prio, 7+4*i, sm, o.drives-2-i, fragSize, tick)
+		if err != nil {
+			return r, fmt.Errorf("no-load rebuild at %s: %w", prio, err)
 		}
-		r.NoLoadPriority = o.noLoadPriority
-		r.NoLoadCPUCores = (cpuSeconds() - cpu0) / time.Since(wall0).Seconds()
-		after := c.Mgmt.Rebuild()
-		r.NoLoadRunSec = after.LastSeconds
-		reads, writes := diff(after.DriveReads, before.DriveReads), diff(after.DriveWrites, before.DriveWrites)
-		r.NoLoadReadSkew, r.NoLoadWriteSkew = skew(reads), skew(writes)
-		r.NoLoadBoundSec, _ = rebuildBound(sm, reads, writes, o.drives-2, fragSize)
+		r.NoLoad = append(r.NoLoad, n)
 	}
 	// Verify every byte on unthrottled drives.
 	conn.Close()
@@ -462,6 +478,41 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	}
 	r.Verified = true
 	return r, nil
+}
+
+// noLoadRebuild sets the rebuild priority, fails drive id with no client
+// load, waits for the rebuild and compares its run with the drive model's
+// bound over the surviving drives.
+func noLoadRebuild(ctx context.Context, c *cluster.Cluster, prio string, id int, sm chunkstore.SpeedModel, surviving int, fragSize int64, tick *time.Ticker) (noLoadRun, error) {
+	n := noLoadRun{Priority: prio, Drive: placement.DriveID(id).String()}
+	if err := c.Mgmt.SetRebuildPriority(ctx, "default", prio); err != nil {
+		return n, err
+	}
+	before := c.Mgmt.Rebuild()
+	cpu0, wall0 := cpuSeconds(), time.Now()
+	if _, err := failAndWait(ctx, c, id, tick, func() {}); err != nil {
+		return n, err
+	}
+	n.CPUCores = (cpuSeconds() - cpu0) / time.Since(wall0).Seconds()
+	after := c.Mgmt.Rebuild()
+	n.RunSec = after.LastSeconds
+	reads, writes := diff(after.DriveReads, before.DriveReads), diff(after.DriveWrites, before.DriveWrites)
+	n.ReadSkew, n.WriteSkew, n.IOSkew = skew(reads), skew(writes), skew(diff(after.DriveIO, before.DriveIO))
+	n.BoundSec, n.Busiest = rebuildBound(sm, reads, writes, surviving, fragSize)
+	n.Percent = 100 * n.BoundSec / max(n.RunSec, 1e-9)
+	n.PercentB = 100 * n.Busiest / max(n.RunSec, 1e-9)
+	return n, nil
+}
+
+// loadAvg is the 1-minute load average of the machine, 0 if unknown.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var v float64
+	fmt.Sscan(string(b), &v)
+	return v
 }
 
 func faultFail(id int) storage.FaultArgs {

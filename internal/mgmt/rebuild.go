@@ -38,9 +38,12 @@ type RebuildStatus struct {
 	Started  int64  `json:"started,omitempty"` // unix ns of the current run
 	Priority string `json:"priority"`
 	// Depth is the reconstruct tasks allowed per drive at Priority, and
-	// MaxTasks (0: none) the limit over the pool.
-	Depth    int `json:"depth"`
-	MaxTasks int `json:"max_tasks,omitempty"`
+	// MaxTasks (0: none) the limit over the pool; BusyShare the largest
+	// share of a drive's time rebuild takes while clients use the drive
+	// (idle drives are taken whole at every priority).
+	Depth     int     `json:"depth"`
+	MaxTasks  int     `json:"max_tasks,omitempty"`
+	BusyShare float64 `json:"busy_share,omitempty"`
 	// Running is the number of tasks in flight.
 	Running int `json:"running"`
 	// Task counts of the current pass.
@@ -67,6 +70,9 @@ type RebuildStatus struct {
 	// source) and written (as a target).
 	DriveReads  map[string]int64 `json:"drive_reads,omitempty"`
 	DriveWrites map[string]int64 `json:"drive_writes,omitempty"`
+	// ScanSec is how long the last scan of the stripes took (it is part of
+	// every pass: the first plans, the last finds nothing left to do).
+	ScanSec float64 `json:"scan_sec,omitempty"`
 	// Last is the duration in seconds of the last finished run.
 	LastSeconds float64 `json:"last_sec,omitempty"`
 	LastError   string  `json:"last_error,omitempty"`
@@ -198,40 +204,73 @@ func (s *Service) recoverOnce(ctx context.Context) (again bool, err error) {
 	return again, nil
 }
 
-// Scan reads the committed stripes of every PG of a pool. It is the input
-// of the planner; a PG with no stripes costs one index lookup.
+// scanWorkers is how many PGs Scan reads at once: the metadata engines
+// serve several readers, and a scan is thousands of small queries (one per
+// PG), so it is bound by their round trips, not by one CPU.
+const scanWorkers = 4
+
+// Scan reads the committed stripes of every PG of a pool, in PG order. It
+// is the input of the planner; a PG with no stripes costs one index lookup.
 func (s *Service) Scan(ctx context.Context, pool *clustermap.Pool) ([]recovery.Stripe, []meta.StripeRec, error) {
+	type pgStripes struct {
+		st   []recovery.Stripe
+		recs []meta.StripeRec
+	}
+	per := make([]pgStripes, pool.PGs)
+	errs := make([]error, scanWorkers)
+	var wg sync.WaitGroup
+	for w := range scanWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pg := w; pg < pool.PGs && errs[w] == nil; pg += scanWorkers {
+				per[pg].st, per[pg].recs, errs[w] = s.scanPG(ctx, pool.ID, uint32(pg))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
 	var out []recovery.Stripe
 	var recs []meta.StripeRec
-	for pg := 0; pg < pool.PGs; pg++ {
-		var after meta.StripeRef
-		for {
-			refs, err := s.store.ListPG(ctx, pool.ID, uint32(pg), after, 1024)
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, r := range refs {
-				rs, err := s.store.Stripes(ctx, r.Ino, r.Stripe, r.Stripe)
-				if err != nil && !errors.Is(err, meta.ErrNotFound) {
-					return nil, nil, err
-				}
-				if len(rs) != 1 || rs[0].Gen != r.Gen {
-					continue // rewritten or removed since the index was read
-				}
-				st := recovery.Stripe{Ino: uint64(r.Ino), Stripe: r.Stripe, Gen: r.Gen, PG: rs[0].PG}
-				for _, d := range rs[0].Drives {
-					st.Drives = append(st.Drives, placement.DriveID(d))
-				}
-				out = append(out, st)
-				recs = append(recs, rs[0])
-			}
-			if len(refs) < 1024 {
-				break
-			}
-			after = refs[len(refs)-1]
-		}
+	for _, p := range per {
+		out = append(out, p.st...)
+		recs = append(recs, p.recs...)
 	}
 	return out, recs, nil
+}
+
+// scanPG reads the committed stripes of one PG.
+func (s *Service) scanPG(ctx context.Context, pool, pg uint32) ([]recovery.Stripe, []meta.StripeRec, error) {
+	var out []recovery.Stripe
+	var recs []meta.StripeRec
+	var after meta.StripeRef
+	for {
+		refs, err := s.store.ListPG(ctx, pool, pg, after, 1024)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range refs {
+			rs, err := s.store.Stripes(ctx, r.Ino, r.Stripe, r.Stripe)
+			if err != nil && !errors.Is(err, meta.ErrNotFound) {
+				return nil, nil, err
+			}
+			if len(rs) != 1 || rs[0].Gen != r.Gen {
+				continue // rewritten or removed since the index was read
+			}
+			st := recovery.Stripe{Ino: uint64(r.Ino), Stripe: r.Stripe, Gen: r.Gen, PG: rs[0].PG}
+			for _, d := range rs[0].Drives {
+				st.Drives = append(st.Drives, placement.DriveID(d))
+			}
+			out = append(out, st)
+			recs = append(recs, rs[0])
+		}
+		if len(refs) < 1024 {
+			return out, recs, nil
+		}
+		after = refs[len(refs)-1]
+	}
 }
 
 // PlanInput builds the planner input of a pool at map m.
@@ -255,10 +294,12 @@ func PlanInput(m *clustermap.Map, pool *clustermap.Pool, stripes []recovery.Stri
 
 func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool) (bool, error) {
 	co := s.coord()
+	scanStart := time.Now()
 	stripes, recs, err := s.Scan(ctx, pool)
 	if err != nil {
 		return false, err
 	}
+	scanSec := time.Since(scanStart).Seconds()
 	in, err := PlanInput(m, pool, stripes)
 	if err != nil {
 		return false, err
@@ -268,7 +309,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	s.reportLost(ctx, plan.Unrecoverable)
 	co.mu.Lock()
 	st := &co.mu.st
-	st.Pool, st.Epoch, st.Stripes = pool.ID, m.Epoch, h.Stripes
+	st.Pool, st.Epoch, st.Stripes, st.ScanSec = pool.ID, m.Epoch, h.Stripes, scanSec
 	st.Degraded, st.Critical, st.Misplaced, st.Blocked = h.Degraded, h.Critical, h.Misplaced, len(plan.Blocked)
 	wasActive := st.Active
 	co.mu.Unlock()
@@ -337,17 +378,19 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 				lvl, _ = clustermap.ParsePriority(p2.RebuildPriority)
 			}
 		}
-		depth, most := clustermap.RebuildLimits(lvl, len(in.Up), pool.K)
+		pol := clustermap.RebuildPolicyAt(lvl, len(in.Up), pool.K)
 		co.mu.Lock()
-		co.mu.st.Priority, co.mu.st.Depth, co.mu.st.MaxTasks = clustermap.Priorities[lvl], depth, most
+		st := &co.mu.st
+		st.Priority, st.Depth, st.MaxTasks, st.BusyShare = clustermap.Priorities[lvl], pol.Depth, pol.MaxTasks, pol.BusyShare
 		co.mu.Unlock()
-		return recovery.Limits{Depth: depth, Max: most}
+		return recovery.Limits{Depth: pol.Depth, Max: pol.MaxTasks}
 	}
 	do := func(ctx context.Context, t *recovery.Task) error {
 		co.mu.Lock()
 		co.mu.st.Running++
+		share := co.mu.st.BusyShare
 		co.mu.Unlock()
-		return s.runTask(ctx, m, pool, in, recByKey[[2]uint64{t.Stripe.Ino, t.Stripe.Stripe}], t)
+		return s.runTask(ctx, m, pool, in, recByKey[[2]uint64{t.Stripe.Ino, t.Stripe.Stripe}], t, share)
 	}
 	done := func(t *recovery.Task, err error) {
 		r := recByKey[[2]uint64{t.Stripe.Ino, t.Stripe.Stripe}]
@@ -390,9 +433,10 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	return true, nil
 }
 
-// runTask executes one task on the storage server owning its first target
-// and records the new locations with compare-and-set on the generation.
-func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, in recovery.Input, rec meta.StripeRec, t *recovery.Task) error {
+// runTask executes one task on the storage server owning its first target,
+// its I/O limited to share of busy drives' time, and records the new
+// locations with compare-and-set on the generation.
+func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, in recovery.Input, rec meta.StripeRec, t *recovery.Task, share float64) error {
 	sd, ok := s.drives.(serverDialer)
 	if !ok {
 		return fmt.Errorf("mgmt: cannot reach storage servers to rebuild")
@@ -402,7 +446,7 @@ func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clusterm
 		return err
 	}
 	a := &storage.ReconstructArgs{Ino: t.Stripe.Ino, Stripe: t.Stripe.Stripe, Gen: t.Stripe.Gen, K: pool.K, M: pool.M,
-		Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize}
+		Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize, Share: share}
 	for _, src := range t.Sources {
 		a.Sources = append(a.Sources, storage.FragmentAt{Index: src.Index, Drive: src.Drive})
 	}

@@ -35,15 +35,49 @@
 // this order shrinks the window of exposure to a third failure to the time
 // it takes to rebuild the critical stripes, a small fraction of the whole.
 //
-// # Balanced reads
+// # Balanced I/O
 //
 // A reconstruct reads K of the surviving fragments. Reading always the
 // first K would load data drives more than parity drives; instead the
-// planner keeps a running count of reads and writes per drive and, task by
-// task, reads from the K least loaded surviving drives. Plan.Reads and
-// Plan.Writes show the result: in a declustered pool every surviving drive
-// reads about the same amount, which is why the rebuild runs at the speed
-// of the whole pool rather than of one drive.
+// planner first fixes every target (so every drive's write load is known),
+// then, task by task, reads from the K surviving drives with the least
+// I/O planned so far (writes plus reads), and revisits every task's choice
+// twice against the final counts. Plan.Reads, Plan.Writes and Plan.IO show
+// the result: in a declustered pool every surviving drive does about the
+// same I/O, which is why the rebuild runs at the speed of the whole pool
+// rather than of one drive.
+//
+// Writes themselves are not balanced, on purpose. Each lost fragment goes to
+// the one drive its PG gained at the new epoch (straw2 moves nothing else),
+// so with few stripes the writes are Poisson noise over the survivors: with
+// 250 lost fragments over 59 drives the busiest writes 2 to 3 times the
+// mean. A target outside the PG's new set would balance them, but the
+// fragment would then be misplaced: Check would not call the stripe
+// healthy, and the next pass would copy the fragment again to where the PG
+// set says (one more read and write per fragment), and a fresh client
+// write of the stripe would not go there either. Keeping placement the
+// single source of truth is worth more than balanced writes, since the
+// reads absorb the difference: a drive that receives more rebuilt
+// fragments is chosen less as a source, and the total I/O per drive (what
+// sets the rebuild time) is within a few percent of the mean (Plan.IO;
+// scenario files and TestPlanProperties check it). Placement exceptions
+// recorded in the map (Ceph's pg_upmap_items) would allow both, at the
+// cost of a map that is no longer a pure function of the drives.
+//
+// # Execution and priority
+//
+// Run starts tasks in plan order, keeping up to Limits.Depth tasks per
+// drive (and Limits.Max over the pool) in flight: enough that every drive
+// always has rebuild work waiting. It does not pace the I/O itself. A task
+// runs on a storage server (storage.Reconstruct), whose rebuild gate admits
+// each of the task's reads and writes separately, per drive: a source is
+// free for the next task as soon as its fragment is read, and the target
+// writes while other tasks read (the task is pipelined, not held as one
+// unit). The gate also applies the pool's rebuild priority
+// (clustermap.RebuildPolicyAt): from medium up, a drive without client I/O
+// is taken whole, and a drive clients use gives rebuild only the
+// priority's share of its time, in slots aligned across drives so that a
+// client stripe meets rebuild I/O on few of its drives at once.
 //
 // # Commit with compare-and-set
 //

@@ -78,6 +78,20 @@ type Plan struct {
 	Reads, Writes map[placement.DriveID]int
 }
 
+// IO returns the fragments each drive reads or writes (Reads plus
+// Writes): the drive busy time the plan costs, in fragments. The caller
+// owns the result.
+func (p *Plan) IO() map[placement.DriveID]int {
+	out := map[placement.DriveID]int{}
+	for id, n := range p.Reads {
+		out[id] += n
+	}
+	for id, n := range p.Writes {
+		out[id] += n
+	}
+	return out
+}
+
 // ByLost counts the tasks per number of lost fragments.
 func (p *Plan) ByLost() map[int]int {
 	out := map[int]int{}
@@ -95,10 +109,13 @@ func (p *Plan) ByLost() map[int]int {
 // copy). Targets are the drives of the new set that are up and hold no
 // fragment of the stripe; fragment i goes to Sets[pg][i] when that drive is
 // free, else to the first free drive in set order. Lost fragments are
-// served before misplaced ones. A reconstruct task reads K surviving
-// fragments chosen, in task order, from the least loaded drives (reads plus
-// writes planned so far), so that the read load spreads over all surviving
-// drives rather than falling on the first K of every stripe.
+// served before misplaced ones. Once every target is known, each
+// reconstruct task reads K surviving fragments chosen, in task order, from
+// the least loaded drives (all planned writes plus the reads chosen so far),
+// so that the read load spreads over all surviving drives rather than
+// falling on the first K of every stripe, and a drive that receives more
+// rebuilt fragments than the mean reads fewer: the total I/O per drive is
+// even even where the writes are not.
 func Make(in Input) Plan {
 	p := Plan{Reads: map[placement.DriveID]int{}, Writes: map[placement.DriveID]int{}}
 	width := in.K + in.M
@@ -141,6 +158,8 @@ func Make(in Input) Plan {
 		}
 		return cmp.Compare(a.s.Stripe, b.s.Stripe)
 	})
+	// Pass 1: targets. They are fixed by the PG sets (see pickTarget), so
+	// every drive's write load is known before any source is chosen.
 	for _, d := range drafts {
 		t := Task{Stripe: d.s, Lost: len(d.lost)}
 		set := pgSet(in, d.s.PG)
@@ -164,16 +183,6 @@ func Make(in Input) Plan {
 		if len(t.Indexes) == 0 {
 			continue
 		}
-		if t.Lost == 0 {
-			for _, i := range t.Indexes {
-				t.Sources = append(t.Sources, Source{i, d.s.Drives[i]})
-			}
-		} else {
-			t.Sources = chooseSources(in.K, d.s.Drives, in.Up, p.Reads, p.Writes)
-		}
-		for _, src := range t.Sources {
-			p.Reads[src.Drive]++
-		}
 		for _, id := range t.Targets {
 			p.Writes[id]++
 		}
@@ -181,8 +190,46 @@ func Make(in Input) Plan {
 		// still counts as reconstruct work.
 		p.Tasks = append(p.Tasks, t)
 	}
+	// Pass 2: sources, in task order, on the drives with the least I/O
+	// (every write plus the reads chosen so far), so that a drive that
+	// receives many rebuilt fragments reads correspondingly fewer and the
+	// total I/O per drive, which sets the rebuild time, is even.
+	for j := range p.Tasks {
+		t := &p.Tasks[j]
+		if t.Lost == 0 {
+			for _, i := range t.Indexes {
+				t.Sources = append(t.Sources, Source{i, t.Stripe.Drives[i]})
+			}
+		} else {
+			t.Sources = chooseSources(in.K, t.Stripe.Drives, in.Up, p.Reads, p.Writes)
+		}
+		for _, src := range t.Sources {
+			p.Reads[src.Drive]++
+		}
+	}
+	// Pass 3: the first tasks chose their sources knowing little of the
+	// reads to come; choose each again against everything else, a few
+	// times (each round can only lower or keep the busiest drive's load).
+	for range refineRounds {
+		for j := range p.Tasks {
+			t := &p.Tasks[j]
+			if t.Lost == 0 {
+				continue
+			}
+			for _, src := range t.Sources {
+				p.Reads[src.Drive]--
+			}
+			t.Sources = chooseSources(in.K, t.Stripe.Drives, in.Up, p.Reads, p.Writes)
+			for _, src := range t.Sources {
+				p.Reads[src.Drive]++
+			}
+		}
+	}
 	return p
 }
+
+// refineRounds is how many times Make revisits the sources of every task.
+const refineRounds = 2
 
 func pgSet(in Input, pg uint32) []placement.DriveID {
 	if int(pg) >= len(in.Sets) {

@@ -13,9 +13,12 @@ import (
 //
 // A per-drive depth rather than a global task count is what lets a
 // declustered rebuild run at the speed of the whole pool: every surviving
-// drive is kept busy with Depth tasks, however many drives there are,
+// drive is kept fed with Depth tasks, however many drives there are,
 // while the grouped layout is held back by its one hot spare, which every
-// task writes to.
+// task writes to. A task counts against each of its drives from start to
+// end, but uses each for one I/O only; the storage server admits those
+// I/Os one by one (its rebuild gate), so Depth is a queue of work ready
+// for a drive, not the drive's I/O depth.
 type Limits struct {
 	Depth int
 	Max   int

@@ -41,6 +41,7 @@ import (
 //	expect METRIC <=|>=|== VALUE
 //	    tasks, critical (tasks with M lost), copies, unrecoverable, blocked,
 //	    read-balance (busiest reading drive / mean over drives that read),
+//	    io-balance (the same for reads plus writes: what sets the time),
 //	    healthy-all (1 if every stripe is healthy), domain-ok (1 if no PG
 //	    of any stripe has more than M fragments in one server)
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected outputs of testdata/*.txt")
@@ -327,7 +328,8 @@ func describePlan(p *Plan, m, show int) []string {
 	out := []string{fmt.Sprintf("tasks %d: %s; unrecoverable %d, blocked %d",
 		len(p.Tasks), strings.Join(parts, ", "), len(p.Unrecoverable), len(p.Blocked))}
 	if len(p.Tasks) > 0 {
-		out = append(out, "reads per drive: "+spread(p.Reads), "writes per drive: "+spread(p.Writes))
+		out = append(out, "reads per drive: "+spread(p.Reads), "writes per drive: "+spread(p.Writes),
+			"I/O per drive: "+spread(p.IO()))
 	}
 	for j := 0; j < show && j < len(p.Tasks); j++ {
 		t := p.Tasks[j]
@@ -371,16 +373,17 @@ func spread(c map[placement.DriveID]int) string {
 	return fmt.Sprintf("%d drives, %d..%d, busiest/mean %.2f", len(c), lo, hi, float64(hi)/mean)
 }
 
-func readBalance(p *Plan) float64 {
+// balance is the busiest drive's count over the mean of the drives counted.
+func balance(c map[placement.DriveID]int) float64 {
 	sum, hi := 0, 0
-	for _, n := range p.Reads {
+	for _, n := range c {
 		sum += n
 		hi = max(hi, n)
 	}
 	if sum == 0 {
 		return 0
 	}
-	return float64(hi) / (float64(sum) / float64(len(p.Reads)))
+	return float64(hi) / (float64(sum) / float64(len(c)))
 }
 
 func (s *scenario) domainOK() bool {
@@ -417,7 +420,7 @@ func (s *scenario) expect(f []string) ([]string, error) {
 		return nil
 	}
 	switch f[0] {
-	case "tasks", "critical", "copies", "unrecoverable", "blocked", "read-balance":
+	case "tasks", "critical", "copies", "unrecoverable", "blocked", "read-balance", "io-balance":
 		if err := needPlan(); err != nil {
 			return nil, err
 		}
@@ -434,7 +437,9 @@ func (s *scenario) expect(f []string) ([]string, error) {
 	case "blocked":
 		got = float64(len(p.Blocked))
 	case "read-balance":
-		got = readBalance(p)
+		got = balance(p.Reads)
+	case "io-balance":
+		got = balance(p.IO())
 	case "healthy-all":
 		h := Check(s.input())
 		got = 0

@@ -51,6 +51,11 @@ type ReconstructArgs struct {
 	ShardSize uint32       `json:"shard"`
 	Sources   []FragmentAt `json:"sources"`
 	Targets   []FragmentAt `json:"targets"`
+	// Share is the largest fraction of a drive's time the task's I/O may
+	// take while clients use that drive (the rebuild priority); 0 or 1
+	// means no limit. Drives without client I/O are never limited. See
+	// rebuild_gate.go.
+	Share float64 `json:"share,omitempty"`
 }
 
 // ReconstructResult reports the I/O a task did.
@@ -68,6 +73,8 @@ func (a *ReconstructArgs) validate() error {
 	case a.ShardSize == 0 || a.ShardSize > erasure.MaxShardSize || a.StripeLen == 0 ||
 		uint64(a.StripeLen) > uint64(a.K)*uint64(a.ShardSize):
 		return fmt.Errorf("%w: shard size %d, stripe length %d", chunkstore.ErrInvalid, a.ShardSize, a.StripeLen)
+	case !(a.Share >= 0 && a.Share <= 1):
+		return fmt.Errorf("%w: share %g: want 0..1", chunkstore.ErrInvalid, a.Share)
 	case len(a.Targets) == 0 || len(a.Targets) > a.M+a.K:
 		return fmt.Errorf("%w: %d targets", chunkstore.ErrInvalid, len(a.Targets))
 	}
@@ -83,22 +90,30 @@ func (a *ReconstructArgs) key(i int) erasure.FragmentKey {
 	return erasure.FragmentKey{Ino: a.Ino, Stripe: a.Stripe, Gen: a.Gen, Index: uint8(i)}
 }
 
-// drive returns a drive by ID: this server's own, else a peer's.
-func (s *Server) drive(ctx context.Context, id placement.DriveID) (chunkstore.Drive, error) {
+// drive returns a drive by ID: this server's own, else a peer's. For its
+// own drives, it waits for the rebuild gate to admit one I/O of a task at
+// share; the caller calls done after that I/O (it is a no-op for a peer's
+// drive, whose server gates its own I/O).
+func (s *Server) drive(ctx context.Context, id placement.DriveID, share float64) (d chunkstore.Drive, done func(), err error) {
 	if d, err := s.Drive(id); err == nil {
-		return d, nil
+		done, err := s.gate.acquire(ctx, id, share)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, done, nil
 	}
 	s.mu.RLock()
 	maps, peers := s.mu.maps, s.mu.peers
 	s.mu.RUnlock()
 	if maps == nil || peers == nil {
-		return nil, fmt.Errorf("%w: %v (no peers configured)", ErrNoDrive, id)
+		return nil, nil, fmt.Errorf("%w: %v (no peers configured)", ErrNoDrive, id)
 	}
 	m, err := maps(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return peers.Drive(m, id)
+	d, err = peers.Drive(m, id)
+	return d, func() {}, err
 }
 
 // Reconstruct runs one task; see ReconstructArgs.
@@ -182,12 +197,13 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 }
 
 func (s *Server) readShard(ctx context.Context, a *ReconstructArgs, f FragmentAt, sz int) ([]byte, error) {
-	d, err := s.drive(ctx, f.Drive)
+	d, done, err := s.drive(ctx, f.Drive, a.Share)
 	if err != nil {
 		return nil, err
 	}
 	key := a.key(f.Index)
 	b, err := d.ReadFragment(ctx, key, 0, -1, erasure.AlignedBuffer(erasure.FragmentSize(sz)))
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("read %v from %v: %w", key, f.Drive, err)
 	}
@@ -202,16 +218,18 @@ func (s *Server) readShard(ctx context.Context, a *ReconstructArgs, f FragmentAt
 }
 
 func (s *Server) writeShard(ctx context.Context, a *ReconstructArgs, t FragmentAt, shard []byte) error {
-	d, err := s.drive(ctx, t.Drive)
-	if err != nil {
-		return err
-	}
 	sz := int(a.ShardSize)
 	frag := erasure.AlignedBuffer(erasure.FragmentSize(sz))
 	copy(erasure.FragmentShard(frag, sz), shard)
 	key := a.key(t.Index)
 	erasure.SealFragment(frag, erasure.Header{Key: key, K: a.K, M: a.M, Pool: a.Pool, StripeLen: a.StripeLen, ShardSize: a.ShardSize})
-	if err := d.WriteFragment(ctx, key, frag); err != nil {
+	d, done, err := s.drive(ctx, t.Drive, a.Share)
+	if err != nil {
+		return err
+	}
+	err = d.WriteFragment(ctx, key, frag)
+	done()
+	if err != nil {
 		return fmt.Errorf("write %v to %v: %w", key, t.Drive, err)
 	}
 	return nil

@@ -38,8 +38,9 @@ func ErrorCodes() []any {
 
 // Server serves a set of drives.
 type Server struct {
-	log *slog.Logger
-	mu  struct {
+	log  *slog.Logger
+	gate ioGate // schedules rebuild I/O against client I/O (rebuild_gate.go)
+	mu   struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive
 		maps   func(context.Context) (*clustermap.Map, error)
@@ -140,6 +141,7 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.Request) (*rpc.Respon
 	if err != nil {
 		return nil, err
 	}
+	defer s.gate.client(a.Drive)()
 	if err := d.WriteFragment(ctx, a.Key, req.Body); err != nil {
 		return nil, err
 	}
@@ -151,6 +153,7 @@ func (s *Server) handleRead(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err != nil {
 		return nil, err
 	}
+	defer s.gate.client(a.Drive)()
 	n := a.N
 	if n == 0 {
 		n = -1
@@ -167,6 +170,7 @@ func (s *Server) handleDelete(ctx context.Context, req *rpc.Request) (*rpc.Respo
 	if err != nil {
 		return nil, err
 	}
+	defer s.gate.client(a.Drive)()
 	return &rpc.Response{}, d.DeleteFragment(ctx, a.Key)
 }
 
