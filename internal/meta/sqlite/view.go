@@ -79,6 +79,7 @@ type viewTxn struct {
 	seen     writeSet // values returned so far, nil: absent
 	sql      *txn     // the SQLite snapshot, once needed
 	fillGen  uint64   // generation before sql began
+	atGen    bool     // sql is known to be the state at gen: the cache still serves
 	conflict bool
 }
 
@@ -88,16 +89,23 @@ func (t *viewTxn) Get(key []byte) ([]byte, error) {
 	if v, ok := t.seen[string(key)]; ok {
 		return clone(v)
 	}
-	if t.sql == nil {
+	if t.sql == nil || t.atGen {
 		if v, hit := t.e.cache.getAt(key, t.gen); hit {
 			t.seen[string(key)] = v
 			return clone(v)
 		}
+	}
+	if t.sql == nil {
 		if err := t.toSQL(); err != nil {
 			return nil, err
 		}
 	}
 	v, err := t.sql.Get(key)
+	if len(t.seen) == 0 && t.gen%2 == 0 && t.e.cache.generation() == t.gen {
+		// No commit began between gen and this first read, which began
+		// the snapshot: it is the state at gen, and so is the cache.
+		t.atGen = true
+	}
 	switch {
 	case errors.Is(err, meta.ErrNoKey):
 		t.seen[string(key)] = nil
@@ -149,7 +157,8 @@ func (t *viewTxn) toSQL() error {
 			return err
 		}
 		if t.gen%2 == 0 && t.e.cache.generation() == t.gen {
-			return nil // no commit since gen: the snapshot is the state at gen
+			t.atGen = true // no commit since gen: the snapshot is the state at gen
+			return nil
 		}
 		if (want == nil) != (got == nil) || !bytes.Equal(want, got) {
 			t.conflict = true
