@@ -4,9 +4,11 @@
 //
 // Durability and group commit. Update returns nil only after the
 // transaction is durable: synchronous=FULL, so every commit fsyncs the WAL.
-// To make that cheap, concurrent Update calls are batched by one committer
-// goroutine into a single SQLite transaction (BEGIN IMMEDIATE ... COMMIT,
-// one fsync): each fn runs inside its own SAVEPOINT, so an fn that returns
+// To make that cheap, concurrent Update calls are batched into a single
+// SQLite transaction (BEGIN IMMEDIATE ... COMMIT, one fsync), run by one
+// goroutine at a time (the committer: the Update that found no batch
+// running, or the goroutine it hands the queue to; writers in
+// sqlite.go): each fn runs inside its own SAVEPOINT, so an fn that returns
 // an error rolls back only its own writes, and fns of a batch run one after
 // another, so the batch is equivalent to running them serially. If the
 // batch's COMMIT fails, every Update in it returns that error and none of

@@ -34,9 +34,8 @@ type Engine struct {
 	syncs    syncGroup
 	wdb, rdb *sql.DB
 	ckdb     *sql.DB // checkpoints; nil until Open has made it
-	reqs     chan *request
+	wq       writers
 	quit     chan struct{}
-	done     chan struct{} // closed when the committer exits
 	ckdone   chan struct{} // closed when the checkpointer exits
 	close    sync.Once
 
@@ -125,7 +124,6 @@ func OpenWith(path string, o Options) (*Engine, error) {
 	case o.CacheEntries > 0:
 		e.cache = newCache(o.CacheEntries)
 	}
-	go e.committer()
 	go e.checkpointer()
 	return e, nil
 }
@@ -189,8 +187,8 @@ func open(path string, o Options) (*Engine, error) {
 	rdb.SetMaxIdleConns(n)
 	rdb.SetConnMaxLifetime(0)
 	var err error
-	e := &Engine{path: path, wdb: wdb, rdb: rdb, reqs: make(chan *request, maxBatch),
-		quit: make(chan struct{}), done: make(chan struct{}), ckdone: make(chan struct{})}
+	e := &Engine{path: path, wdb: wdb, rdb: rdb, quit: make(chan struct{}), ckdone: make(chan struct{})}
+	e.wq.idle.L = &e.wq.Mutex
 	q.Del("_query_only")
 	if e.ckdb, err = sql.Open("sqlite3", "file:"+path+"?"+q.Encode()); err != nil {
 		e.closeDBs()
@@ -211,8 +209,14 @@ func (e *Engine) Dialect() meta.Dialect { return meta.Dialect{Name: "sqlite"} }
 func (e *Engine) Close() error {
 	var err error
 	e.close.Do(func() {
+		q := &e.wq
+		q.Lock()
+		q.closed = true
+		for q.leading {
+			q.idle.Wait()
+		}
+		q.Unlock()
 		close(e.quit)
-		<-e.done
 		<-e.ckdone
 		err = e.closeDBs()
 		if e.lock != nil {
@@ -274,16 +278,40 @@ func (e *Engine) checkpoint(mode string) int {
 
 var errClosed = errors.New("sqlite: engine closed")
 
-// Update queues fn for the next batch and waits until the batch is durable.
-// fn runs on the committer goroutine: it must not call Update (deadlock).
+// writers is the queue of Update requests. There is no committer
+// goroutine: the Update that finds no batch running leads, running the
+// queued requests as one batch on its own goroutine (a lone writer so pays
+// no hand-off to another goroutine and back). If more requests queued up
+// meanwhile, it hands the lead to a new goroutine, which runs batches until
+// the queue is empty.
+type writers struct {
+	sync.Mutex
+	queue   []*request
+	leading bool // a goroutine is running batches
+	closed  bool
+	idle    sync.Cond // broadcast when leading becomes false
+}
+
+// Update queues fn for the next batch and waits until the batch has
+// committed. fn runs while the engine's batch runs, on this goroutine or
+// another: it must not call Update (deadlock).
 func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
-	select {
-	case e.reqs <- r:
-	case <-e.quit:
+	q := &e.wq
+	q.Lock()
+	if q.closed {
+		q.Unlock()
 		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	}
+	q.queue = append(q.queue, r)
+	lead := !q.leading
+	q.leading = true
+	q.Unlock()
+	if lead {
+		e.lead(true)
 	}
 	<-r.done // once queued, wait: the batch may be committing fn's writes
 	if r.panic != nil {
@@ -292,35 +320,27 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	return r.err
 }
 
-// committer runs batches of Update requests until Close.
-func (e *Engine) committer() {
-	defer close(e.done)
-	for {
-		var first *request
-		select {
-		case first = <-e.reqs:
-		case <-e.quit:
-			// Fail requests that raced with Close.
-			for {
-				select {
-				case r := <-e.reqs:
-					r.err = errClosed
-					close(r.done)
-				default:
-					return
-				}
-			}
+// lead runs batches of queued requests until the queue is empty, or, with
+// once, runs one batch and hands the rest to a new goroutine.
+func (e *Engine) lead(once bool) {
+	q := &e.wq
+	for ran := false; ; ran = true {
+		q.Lock()
+		if len(q.queue) == 0 {
+			q.leading = false
+			q.idle.Broadcast()
+			q.Unlock()
+			return
 		}
-		batch := []*request{first}
-	gather:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-e.reqs:
-				batch = append(batch, r)
-			default:
-				break gather
-			}
+		if once && ran {
+			q.Unlock()
+			go e.lead(false)
+			return
 		}
+		n := min(len(q.queue), maxBatch)
+		batch := q.queue[:n:n]
+		q.queue = append([]*request(nil), q.queue[n:]...)
+		q.Unlock()
 		e.runBatch(batch)
 	}
 }
