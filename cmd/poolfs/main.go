@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -84,9 +83,5 @@ func newRoot() *cobra.Command {
 
 // connect opens a connection to the cluster of g.dir.
 func (g *globals) connect(ctx context.Context) (*cluster.Conn, error) {
-	o := client.Options{}
-	if v, err := strconv.Atoi(os.Getenv("POOLFS_INFLIGHT")); err == nil {
-		o.StripesInFlight = v
-	}
-	return cluster.Connect(ctx, g.dir, o)
+	return cluster.Connect(ctx, g.dir, clientOptions())
 }

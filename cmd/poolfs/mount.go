@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"poolfs/internal/client"
+	"poolfs/internal/cluster"
 	"poolfs/internal/fusefs"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
 )
 
 // mountFlags are the options of `poolfs mount` and `poolfs up --mount`.
@@ -84,17 +88,23 @@ func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Opti
 	return srv.Unmount()
 }
 
-// mountUp mounts the cluster that `poolfs up` just started. The caller
+// mountUp mounts the cluster that `poolfs up` just started in this process.
+// Metadata calls go to the cluster's Store directly, not over RPC (a
+// metadata round trip on loopback costs as much as the transaction); the
+// map comes from the management service in process too, and fragments
+// travel to the storage server over RPC as from any client. The caller
 // calls the returned function (unmount, disconnect) before stopping the
 // cluster.
-func mountUp(ctx context.Context, g *globals, dir string, mf mountFlags) (func(), error) {
-	conn, err := g.connect(ctx)
+func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
+	_, secret, err := cluster.ReadInfo(c.Config.Dir)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := fusefs.Mount(dir, conn.Client, mf.options())
+	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
+	cl := client.New(c.Store, c.Mgmt, dialer, clientOptions())
+	srv, err := fusefs.Mount(dir, cl, mf.options())
 	if err != nil {
-		conn.Close()
+		dialer.Close()
 		return nil, err
 	}
 	fmt.Printf("poolfs mounted on %s\n", dir)
@@ -102,6 +112,16 @@ func mountUp(ctx context.Context, g *globals, dir string, mf mountFlags) (func()
 		if err := srv.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "poolfs:", err)
 		}
-		conn.Close()
+		dialer.Close()
 	}, nil
+}
+
+// clientOptions are the data path options of every client this process
+// makes (POOLFS_INFLIGHT sets StripesInFlight).
+func clientOptions() client.Options {
+	o := client.Options{}
+	if v, err := strconv.Atoi(os.Getenv("POOLFS_INFLIGHT")); err == nil {
+		o.StripesInFlight = v
+	}
+	return o
 }

@@ -70,7 +70,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 			printPools(os.Stdout, st)
 			fmt.Printf("try: poolfs -c %s put FILE /FILE ; poolfs -c %s status   (Ctrl-C stops)\n", c.Config.Dir, c.Config.Dir)
 			if mountDir != "" {
-				unmount, err := mountUp(cmd.Context(), g, mountDir, mf)
+				unmount, err := mountUp(c, mountDir, mf)
 				if err != nil {
 					return err
 				}

@@ -82,6 +82,13 @@ func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, er
 	if err != nil {
 		return nil, err
 	}
+	return c.OpenAttr(a, name)
+}
+
+// OpenAttr returns a handle on the file whose current attributes are a
+// (as the create that made it returned them), without asking the metadata
+// service again.
+func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	if a.Type != meta.TypeFile {
 		return nil, fmt.Errorf("open %s: %w", name, meta.ErrIsDir)
 	}

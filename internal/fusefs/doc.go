@@ -24,13 +24,14 @@
 // # Round trips
 //
 // A create is LOOKUP (negative, one call), CREATE (one CreateAttr call that
-// also opens the file and returns the directory's new attributes, plus the
-// Getattr of client.Open), FLUSH and RELEASE (no call when nothing was
-// written), and the GETATTR of the directory that the kernel sends after
-// every change in it, answered from the attributes CreateAttr or
-// UnlinkAttr returned (dirattr.go). A stat is one LOOKUP (one call), an
+// also opens the file and returns the new file's and the directory's
+// attributes; the File opens from them), FLUSH and RELEASE (no call when
+// nothing was written), and the GETATTR of the directory that the kernel
+// sends after every change in it, answered from the attributes CreateAttr
+// or UnlinkAttr returned (dirattr.go). A stat is one LOOKUP (one call), an
 // unlink LOOKUP and UNLINK (one call each). The calls a mount makes on
-// every operation travel in a binary encoding (metarpc/wire.go).
+// every operation travel in a binary encoding (metarpc/wire.go); `poolfs
+// up --mount` makes none, it calls the metadata Store in process.
 //
 // # Durability
 //

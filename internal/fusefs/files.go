@@ -30,6 +30,13 @@ type openFile struct {
 // Open) if no handle of this mount has it open. Every successful acquire is
 // balanced by one release.
 func (fsys *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
+	return fsys.acquireAttr(ctx, ino, nil)
+}
+
+// acquireAttr is acquire that, if a is not nil, opens the File from the
+// attributes a (of ino, just returned by the metadata service: a create)
+// instead of reading them again.
+func (fsys *FS) acquireAttr(ctx context.Context, ino meta.Ino, a *meta.Attr) (*openFile, error) {
 	fsys.mu.Lock()
 	of := fsys.mu.files[ino]
 	if of == nil {
@@ -44,7 +51,13 @@ func (fsys *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
 	if of.f != nil {
 		return of, nil
 	}
-	f, err := fsys.c.Open(ctx, ino, "")
+	var f *client.File
+	var err error
+	if a != nil {
+		f, err = fsys.c.OpenAttr(*a, "")
+	} else {
+		f, err = fsys.c.Open(ctx, ino, "")
+	}
 	if err == nil {
 		if err = fsys.m.Open(ctx, ino); err != nil {
 			f = nil

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,24 +15,29 @@ import (
 )
 
 // TestMetadataRates measures creates, stats and removes per second through
-// a mount whose metadata calls go over RPC (as `poolfs mount` and `poolfs
-// up --mount` do) and through one that calls the Store in process, to show
-// what the RPC hop costs. It runs only with POOLFS_MDRATE=N (files).
+// a mount whose metadata calls go over RPC (as `poolfs mount` does), through
+// one that calls the Store in process (as `poolfs up --mount` does), and,
+// as the reference of the same run, in a local directory (the file system
+// of the test's temporary directory). It runs only with POOLFS_MDRATE=N
+// (files).
 func TestMetadataRates(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("POOLFS_MDRATE"))
 	if n <= 0 {
 		t.Skip("set POOLFS_MDRATE=files to measure")
 	}
 	c := startCluster(t, cluster.Config{})
-	for _, inproc := range []bool{false, true} {
-		t.Run(fmt.Sprintf("inprocess=%v", inproc), func(t *testing.T) {
+	for _, where := range []string{"rpc", "inprocess", "local"} {
+		t.Run(where, func(t *testing.T) {
 			var dir string
-			if inproc {
-				dir = mountInProcess(t, c)
-			} else {
+			switch where {
+			case "rpc":
 				dir = mount(t, c)
+			case "inprocess":
+				dir = mountInProcess(t, c)
+			default:
+				dir = t.TempDir()
 			}
-			d := filepath.Join(dir, fmt.Sprint("rates-", inproc))
+			d := filepath.Join(dir, "rates-"+where)
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -163,7 +163,7 @@ func (n *node) caller(ctx context.Context) (uid, gid uint32) {
 
 // create makes a child of any type; with open (regular files only), the
 // metadata service counts one open of it (see opens).
-func (n *node) create(ctx context.Context, name string, typ meta.FileType, mode, rdev uint32, target string, open bool, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+func (n *node) create(ctx context.Context, name string, typ meta.FileType, mode, rdev uint32, target string, open bool, out *fuse.EntryOut) (*fs.Inode, meta.Attr, syscall.Errno) {
 	uid, gid := n.caller(ctx)
 	perm := mode & meta.PermMask
 	if typ == meta.TypeDir && n.setgid.Load() {
@@ -187,14 +187,15 @@ func (n *node) create(ctx context.Context, name string, typ meta.FileType, mode,
 		a, err = n.fsys.m.Create(bg(ctx), n.ino, name, typ, perm, uid, gid, rdev, target)
 	}
 	if err != nil {
-		return nil, n.fsys.errno("create", err)
+		return nil, a, n.fsys.errno("create", err)
 	}
-	return n.child(ctx, a, out), 0
+	return n.child(ctx, a, out), a, 0
 }
 
 // Mkdir makes a directory.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return n.create(ctx, name, meta.TypeDir, mode, 0, "", false, out)
+	ch, _, errno := n.create(ctx, name, meta.TypeDir, mode, 0, "", false, out)
+	return ch, errno
 }
 
 // Mknod makes a regular file, fifo, socket or device node.
@@ -203,7 +204,8 @@ func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fu
 	if !ok || typ == meta.TypeDir || typ == meta.TypeSymlink {
 		return nil, syscall.EINVAL
 	}
-	return n.create(ctx, name, typ, mode, dev, "", false, out)
+	ch, _, errno := n.create(ctx, name, typ, mode, dev, "", false, out)
+	return ch, errno
 }
 
 // Symlink makes a symbolic link to target.
@@ -211,7 +213,8 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	if len(target) > meta.MaxTargetLen {
 		return nil, syscall.ENAMETOOLONG
 	}
-	return n.create(ctx, name, meta.TypeSymlink, 0o777, 0, target, false, out)
+	ch, _, errno := n.create(ctx, name, meta.TypeSymlink, 0o777, 0, target, false, out)
+	return ch, errno
 }
 
 // Readlink returns a symlink's target.

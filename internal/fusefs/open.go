@@ -39,14 +39,15 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // Create makes a regular file and opens it.
 func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ch, errno := n.create(ctx, name, meta.TypeFile, mode, 0, "", true, out)
+	ch, a, errno := n.create(ctx, name, meta.TypeFile, mode, 0, "", true, out)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
 	// The create counted one open of the inode; acquire's meta Open claims
-	// it, or the failure path gives it back.
-	ino := meta.Ino(out.Ino)
-	of, err := n.fsys.acquire(bg(ctx), ino)
+	// it, or the failure path gives it back. The File opens from the
+	// attributes the create returned.
+	ino := a.Ino
+	of, err := n.fsys.acquireAttr(bg(ctx), ino, &a)
 	if err != nil {
 		n.fsys.opens.unclaim(bg(ctx), ino)
 		return nil, nil, 0, n.fsys.errno("create", err)

@@ -20,6 +20,8 @@ type Engine interface {
 	// rolled back and that error is returned unchanged.
 	Update(ctx context.Context, fn func(tx Tx) error) error
 	// View runs fn in a read-only transaction (a consistent snapshot).
+	// Like Update's, fn may be called more than once (an engine that
+	// answers from a cache may start again on the database).
 	View(ctx context.Context, fn func(tx Tx) error) error
 	// Dialect describes the engine's name and capabilities.
 	Dialect() Dialect

@@ -4,9 +4,11 @@
 //
 // Durability and group commit. Update returns nil only after the
 // transaction is durable: synchronous=FULL, so every commit fsyncs the WAL.
-// To make that cheap, concurrent Update calls are batched by one committer
-// goroutine into a single SQLite transaction (BEGIN IMMEDIATE ... COMMIT,
-// one fsync): each fn runs inside its own SAVEPOINT, so an fn that returns
+// To make that cheap, concurrent Update calls are batched into a single
+// SQLite transaction (BEGIN IMMEDIATE ... COMMIT, one fsync), run by one
+// goroutine at a time (the committer: the Update that found no batch
+// running, or the goroutine it hands the queue to; writers in
+// sqlite.go): each fn runs inside its own SAVEPOINT, so an fn that returns
 // an error rolls back only its own writes, and fns of a batch run one after
 // another, so the batch is equivalent to running them serially. If the
 // batch's COMMIT fails, every Update in it returns that error and none of
@@ -21,6 +23,16 @@
 // page cache whenever another connection committed: with a map, re-reading
 // checkpointed pages costs no system call.
 //
-// Only one process may open a database at a time for writing; others would
-// wait on the lock (busy_timeout) and are not supported.
+// The cache (cache.go). Most reads run no SQLite statement: the engine
+// keeps the committed values (and absences) of recently used keys, and a
+// View whose keys are all cached reads only them. This is correct because
+// the engine is the database's only writer: Open takes an exclusive flock
+// on the file (a second engine on it fails at once with a clear error),
+// and the committer applies each batch's writes to the cache after COMMIT
+// and before any of its Updates returns. A View still sees one committed
+// state: cache entries carry the generation since which they hold, a View
+// uses only entries no newer than the generation it started at, and when
+// it must go to SQLite it checks the snapshot against what it already
+// returned (and, in the rare case they differ, runs again on SQLite
+// alone, so a View's fn may run twice, as an Update's may).
 package sqlite

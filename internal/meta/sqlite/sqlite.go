@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -27,12 +29,13 @@ const scanChunk = 256
 // Engine is a meta.Engine on one SQLite database file.
 type Engine struct {
 	path     string
+	lock     *os.File // flock'ed: this engine is the file's only user
+	cache    *cache   // nil: off
 	syncs    syncGroup
 	wdb, rdb *sql.DB
 	ckdb     *sql.DB // checkpoints; nil until Open has made it
-	reqs     chan *request
+	wq       writers
 	quit     chan struct{}
-	done     chan struct{} // closed when the committer exits
 	ckdone   chan struct{} // closed when the checkpointer exits
 	close    sync.Once
 
@@ -65,15 +68,13 @@ func (s *stmts) prepare(db *sql.DB, write bool) error {
 	return err
 }
 
-// in returns the statements bound to transaction tx.
-func (s *stmts) in(ctx context.Context, tx *sql.Tx) stmts {
-	b := func(st *sql.Stmt) *sql.Stmt {
-		if st == nil {
-			return nil
-		}
-		return tx.StmtContext(ctx, st)
+// bound returns *p, the statement s bound to transaction tx, binding it
+// on first use (most transactions use two or three of the five).
+func bound(p **sql.Stmt, tx *sql.Tx, s *sql.Stmt) *sql.Stmt {
+	if *p == nil {
+		*p = tx.StmtContext(context.Background(), s)
 	}
-	return stmts{get: b(s.get), scan: b(s.scan), scanAll: b(s.scanAll), put: b(s.put), del: b(s.del)}
+	return *p
 }
 
 var _ meta.Engine = (*Engine)(nil)
@@ -95,6 +96,10 @@ type Options struct {
 	// last Sync — the POSIX contract, where a create is durable once its
 	// directory is fsynced. Callers that need durability call Sync.
 	Deferred bool
+	// CacheEntries bounds the cache of committed values that answers
+	// most reads without SQLite (cache.go); default 131072, negative: no
+	// cache.
+	CacheEntries int
 }
 
 // Open opens (creating if needed) the database at path, every commit
@@ -103,6 +108,48 @@ func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
 
 // OpenWith opens (creating if needed) the database at path.
 func OpenWith(path string, o Options) (*Engine, error) {
+	lock, err := lockFile(path)
+	if err != nil {
+		return nil, err
+	}
+	e, err := open(path, o)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	e.lock = lock
+	switch {
+	case o.CacheEntries == 0:
+		e.cache = newCache(defaultCacheEntries)
+	case o.CacheEntries > 0:
+		e.cache = newCache(o.CacheEntries)
+	}
+	go e.checkpointer()
+	return e, nil
+}
+
+// lockFile takes an exclusive lock on the database file, so that a second
+// engine (in this process or another) fails at once instead of writing
+// behind the first one's cache. The lock is a flock, which does not
+// interact with SQLite's fcntl locks; the descriptor stays open until
+// Close has closed every connection (closing a descriptor of the file
+// drops the process's fcntl locks on it).
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("sqlite %s is in use by another engine (another poolfs process?)", path)
+		}
+		return nil, fmt.Errorf("lock sqlite %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func open(path string, o Options) (*Engine, error) {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	if o.Deferred {
@@ -140,8 +187,8 @@ func OpenWith(path string, o Options) (*Engine, error) {
 	rdb.SetMaxIdleConns(n)
 	rdb.SetConnMaxLifetime(0)
 	var err error
-	e := &Engine{path: path, wdb: wdb, rdb: rdb, reqs: make(chan *request, maxBatch),
-		quit: make(chan struct{}), done: make(chan struct{}), ckdone: make(chan struct{})}
+	e := &Engine{path: path, wdb: wdb, rdb: rdb, quit: make(chan struct{}), ckdone: make(chan struct{})}
+	e.wq.idle.L = &e.wq.Mutex
 	q.Del("_query_only")
 	if e.ckdb, err = sql.Open("sqlite3", "file:"+path+"?"+q.Encode()); err != nil {
 		e.closeDBs()
@@ -152,8 +199,6 @@ func OpenWith(path string, o Options) (*Engine, error) {
 		e.closeDBs()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
-	go e.committer()
-	go e.checkpointer()
 	return e, nil
 }
 
@@ -164,10 +209,19 @@ func (e *Engine) Dialect() meta.Dialect { return meta.Dialect{Name: "sqlite"} }
 func (e *Engine) Close() error {
 	var err error
 	e.close.Do(func() {
+		q := &e.wq
+		q.Lock()
+		q.closed = true
+		for q.leading {
+			q.idle.Wait()
+		}
+		q.Unlock()
 		close(e.quit)
-		<-e.done
 		<-e.ckdone
 		err = e.closeDBs()
+		if e.lock != nil {
+			err = errors.Join(err, e.lock.Close())
+		}
 	})
 	return err
 }
@@ -224,16 +278,40 @@ func (e *Engine) checkpoint(mode string) int {
 
 var errClosed = errors.New("sqlite: engine closed")
 
-// Update queues fn for the next batch and waits until the batch is durable.
-// fn runs on the committer goroutine: it must not call Update (deadlock).
+// writers is the queue of Update requests. There is no committer
+// goroutine: the Update that finds no batch running leads, running the
+// queued requests as one batch on its own goroutine (a lone writer so pays
+// no hand-off to another goroutine and back). If more requests queued up
+// meanwhile, it hands the lead to a new goroutine, which runs batches until
+// the queue is empty.
+type writers struct {
+	sync.Mutex
+	queue   []*request
+	leading bool // a goroutine is running batches
+	closed  bool
+	idle    sync.Cond // broadcast when leading becomes false
+}
+
+// Update queues fn for the next batch and waits until the batch has
+// committed. fn runs while the engine's batch runs, on this goroutine or
+// another: it must not call Update (deadlock).
 func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
-	select {
-	case e.reqs <- r:
-	case <-e.quit:
+	q := &e.wq
+	q.Lock()
+	if q.closed {
+		q.Unlock()
 		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	}
+	q.queue = append(q.queue, r)
+	lead := !q.leading
+	q.leading = true
+	q.Unlock()
+	if lead {
+		e.lead(true)
 	}
 	<-r.done // once queued, wait: the batch may be committing fn's writes
 	if r.panic != nil {
@@ -242,50 +320,27 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	return r.err
 }
 
-// View runs fn in a read transaction (a WAL snapshot).
-func (e *Engine) View(ctx context.Context, fn func(meta.Tx) error) error {
-	select {
-	case <-e.quit:
-		return errClosed
-	default:
-	}
-	tx, err := e.rdb.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite view: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	return fn(&txn{ctx: ctx, tx: tx, st: e.r.in(ctx, tx)})
-}
-
-// committer runs batches of Update requests until Close.
-func (e *Engine) committer() {
-	defer close(e.done)
-	for {
-		var first *request
-		select {
-		case first = <-e.reqs:
-		case <-e.quit:
-			// Fail requests that raced with Close.
-			for {
-				select {
-				case r := <-e.reqs:
-					r.err = errClosed
-					close(r.done)
-				default:
-					return
-				}
-			}
+// lead runs batches of queued requests until the queue is empty, or, with
+// once, runs one batch and hands the rest to a new goroutine.
+func (e *Engine) lead(once bool) {
+	q := &e.wq
+	for ran := false; ; ran = true {
+		q.Lock()
+		if len(q.queue) == 0 {
+			q.leading = false
+			q.idle.Broadcast()
+			q.Unlock()
+			return
 		}
-		batch := []*request{first}
-	gather:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-e.reqs:
-				batch = append(batch, r)
-			default:
-				break gather
-			}
+		if once && ran {
+			q.Unlock()
+			go e.lead(false)
+			return
 		}
+		n := min(len(q.queue), maxBatch)
+		batch := q.queue[:n:n]
+		q.queue = append([]*request(nil), q.queue[n:]...)
+		q.Unlock()
 		e.runBatch(batch)
 	}
 }
@@ -321,7 +376,15 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 	if err != nil {
 		return fmt.Errorf("sqlite begin: %w", err)
 	}
-	t := &txn{ctx: ctx, tx: tx, write: true, st: e.w.in(ctx, tx)}
+	t := &txn{ctx: ctx, tx: tx, write: true, base: &e.w}
+	if e.cache != nil {
+		// The committer is the only one to apply batches: gen cannot
+		// change while the batch runs, so what it read is current until
+		// commit applies the batch (commit fills first; this fill, after
+		// a failure, finds gen unchanged).
+		t.cache, t.reads, t.gen = e.cache, writeSet{}, e.cache.generation()
+		defer func() { e.cache.fill(t.gen, t.reads) }()
+	}
 	if len(batch) == 1 {
 		// A batch of one needs no savepoint: a failed fn rolls back the
 		// whole transaction (two statements fewer per serial update).
@@ -331,6 +394,7 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 			return nil
 		}
 		t.ctx = r.ctx
+		t.startRequest()
 		r.panic, r.err = run(r.fn, t)
 		if r.err != nil || r.panic != nil {
 			if err := tx.Rollback(); err != nil {
@@ -338,10 +402,10 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 			}
 			return nil
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("sqlite commit: %w", err)
-		}
-		return nil
+		return e.commit(tx, t, t.req)
+	}
+	if t.cache != nil {
+		t.batch = writeSet{}
 	}
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -353,8 +417,12 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 			return fmt.Errorf("sqlite savepoint: %w", err)
 		}
 		t.ctx = r.ctx
+		t.startRequest()
 		r.panic, r.err = run(r.fn, t)
 		t.ctx = ctx
+		if r.err == nil && r.panic == nil {
+			t.endRequest()
+		}
 		if r.err != nil || r.panic != nil {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO u`); err != nil {
 				tx.Rollback() //nolint:errcheck
@@ -366,8 +434,24 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 			return fmt.Errorf("sqlite release savepoint: %w", err)
 		}
 	}
+	return e.commit(tx, t, t.batch)
+}
+
+// commit commits tx and updates the cache: first with what t read, then
+// with the writes w.
+func (e *Engine) commit(tx *sql.Tx, t *txn, w writeSet) error {
+	if e.cache != nil {
+		e.cache.fill(t.gen, t.reads)
+		e.cache.begin()
+	}
 	if err := tx.Commit(); err != nil {
+		if e.cache != nil {
+			e.cache.reset() // the outcome is not known for sure
+		}
 		return fmt.Errorf("sqlite commit: %w", err)
+	}
+	if e.cache != nil {
+		e.cache.apply(w)
 	}
 	return nil
 }
@@ -387,7 +471,40 @@ type txn struct {
 	ctx   context.Context
 	tx    *sql.Tx
 	write bool
-	st    stmts
+	base  *stmts // prepared on the database
+	st    stmts  // base's statements bound to tx, on first use
+
+	// With the cache: a write transaction's Gets see, in this order, the
+	// request's own writes (req), those of the batch's earlier requests
+	// (batch, nil for a batch of one), the cache, then SQLite. reads
+	// collects what Gets read from SQLite, for the cache.
+	cache      *cache
+	req, batch writeSet
+	reads      writeSet
+	gen        uint64 // the cache's generation when the batch began
+}
+
+// startRequest begins the writes of the next request of a batch.
+func (t *txn) startRequest() {
+	if t.cache != nil {
+		t.req = writeSet{}
+	}
+}
+
+// endRequest adds a successful request's writes to the batch's.
+func (t *txn) endRequest() {
+	for k, v := range t.req {
+		t.batch[k] = v
+	}
+}
+
+// pending returns what this write transaction wrote to key, if anything.
+func (t *txn) pending(key []byte) (v []byte, ok bool) {
+	if v, ok = t.req[string(key)]; ok {
+		return v, true
+	}
+	v, ok = t.batch[string(key)]
+	return v, ok
 }
 
 var _ meta.Tx = (*txn)(nil)
@@ -395,9 +512,26 @@ var _ meta.Tx = (*txn)(nil)
 var errReadOnly = errors.New("sqlite: write in a View transaction")
 
 func (t *txn) Get(key []byte) ([]byte, error) {
+	if t.cache != nil {
+		v, ok := t.pending(key)
+		if !ok {
+			v, ok = t.cache.get(key)
+		} else if v != nil {
+			v = append([]byte{}, v...)
+		}
+		if ok {
+			if v == nil {
+				return nil, meta.ErrNoKey
+			}
+			return v, nil
+		}
+	}
 	var v []byte
-	err := t.st.get.QueryRowContext(t.ctx, key).Scan(&v)
+	err := bound(&t.st.get, t.tx, t.base.get).QueryRowContext(t.ctx, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
+		if t.reads != nil {
+			t.reads[string(key)] = nil
+		}
 		return nil, meta.ErrNoKey
 	}
 	if err != nil {
@@ -405,6 +539,9 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 	}
 	if v == nil {
 		v = []byte{}
+	}
+	if t.reads != nil {
+		t.reads[string(key)] = append([]byte{}, v...)
 	}
 	return v, nil
 }
@@ -416,9 +553,12 @@ func (t *txn) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	_, err := t.st.put.ExecContext(t.ctx, key, value)
+	_, err := bound(&t.st.put, t.tx, t.base.put).ExecContext(t.ctx, key, value)
 	if err != nil {
 		return fmt.Errorf("sqlite put: %w", err)
+	}
+	if t.req != nil {
+		t.req[string(key)] = append([]byte{}, value...)
 	}
 	return nil
 }
@@ -427,8 +567,11 @@ func (t *txn) Delete(key []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	if _, err := t.st.del.ExecContext(t.ctx, key); err != nil {
+	if _, err := bound(&t.st.del, t.tx, t.base.del).ExecContext(t.ctx, key); err != nil {
 		return fmt.Errorf("sqlite delete: %w", err)
+	}
+	if t.req != nil {
+		t.req[string(key)] = nil
 	}
 	return nil
 }
@@ -483,7 +626,7 @@ func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool
 
 func (t *txn) query(start, end []byte, n int) (*sql.Rows, error) {
 	if end == nil {
-		return t.st.scanAll.QueryContext(t.ctx, start, n)
+		return bound(&t.st.scanAll, t.tx, t.base.scanAll).QueryContext(t.ctx, start, n)
 	}
-	return t.st.scan.QueryContext(t.ctx, start, end, n)
+	return bound(&t.st.scan, t.tx, t.base.scan).QueryContext(t.ctx, start, end, n)
 }
