@@ -78,8 +78,7 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	headers *headerCache
-	bufs    pools    // fragment buffers per geometry
-	flats   flatPool // whole-stripe byte buffers
+	bufs    pools // fragment buffers per geometry
 
 	mu struct {
 		sync.Mutex

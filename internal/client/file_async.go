@@ -67,7 +67,7 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		// without f.mu: a writer may hold f.mu while it waits for a slot.
 		var once sync.Once
 		free := func() { once.Do(func() { <-f.wb.sem }) }
-		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d.buf[:sb], f.name, guess, known, free)
+		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d, f.name, guess, known, free)
 		free()
 		f.mu.Lock()
 		if f.mu.inflight[s] == in {
@@ -113,16 +113,23 @@ func (f *File) genGuessLocked(s uint64) (uint64, bool) {
 	return 0, false
 }
 
-// writeFullStripe writes a whole stripe of new content and commits it over
-// whatever generation is current: the content does not depend on the old
-// one, so a conflict only means trying again on top of the newer one. It
-// starts from the guessed generation when known, calls written once the
-// fragments are durable, and returns the committed generation.
-func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, data []byte, name string,
+// writeFullStripe writes a stripe that d covers whole as new content and
+// commits it over whatever generation is current: the content does not
+// depend on the old one, so a conflict only means trying again on top of
+// the newer one. It starts from the guessed generation when known, calls
+// written once the fragments are durable, and returns the committed
+// generation. The data shards are sent from d's stripe buffer (parity is
+// computed into it) when d has one.
+func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, d *dirtyStripe, name string,
 	guess uint64, known bool, written func()) (uint64, error) {
-	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
-	b := pool.get()
-	defer pool.put(b)
+	l := int(StripeBytes(lay))
+	b := d.sbuf
+	if b == nil {
+		pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
+		b = pool.get()
+		defer pool.put(b)
+		fillShards(b, d.flat[:l], lay.K, int(lay.Unit))
+	}
 	old := guess
 	for attempt := 0; attempt < 50; attempt++ {
 		if !known {
@@ -136,13 +143,12 @@ func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.
 			}
 		}
 		known = false // after a conflict, look it up
-		fillShards(b, data, lay.K, int(lay.Unit))
-		rec, err := c.writeStripe(ctx, lay, ino, s, old, b, len(data))
+		rec, err := c.writeStripe(ctx, lay, ino, s, old, b, l)
 		if err != nil {
 			return 0, fmt.Errorf("write %s: %w", name, err)
 		}
 		written()
-		end := int64(s)*StripeBytes(lay) + int64(len(data))
+		end := int64(s)*StripeBytes(lay) + int64(l)
 		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old}}, uint64(end), time.Now().UnixNano())
 		if err == nil {
 			return rec.Gen, nil
