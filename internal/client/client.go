@@ -65,10 +65,18 @@ type Drives interface {
 // Options tune the data path.
 type Options struct {
 	// StripesInFlight bounds the stripes being written or read ahead at
-	// once per file (default 8: 8 × (k+m) fragments in flight).
+	// once per file (default 8: 8 × (k+m) fragments in flight). The
+	// stripes Files write back in the background share one window of
+	// WriteBehindFactor × StripesInFlight for the whole client, so that
+	// one sequential writer, or several writers of one shared file, keep
+	// as many stripes on the wire as several files do.
 	StripesInFlight int
 	Logger          *slog.Logger
 }
+
+// WriteBehindFactor × Options.StripesInFlight is the number of stripes all
+// Files of a client write back in the background at once.
+const WriteBehindFactor = 4
 
 // Client is the data path. It is safe for concurrent use.
 type Client struct {
@@ -79,6 +87,9 @@ type Client struct {
 	log     *slog.Logger
 	headers *headerCache
 	bufs    pools // fragment buffers per geometry
+	// writeBehind holds a token per stripe that a File writes back in the
+	// background (file_async.go).
+	writeBehind chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -96,7 +107,8 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192)}
+	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
+		writeBehind: make(chan struct{}, WriteBehindFactor*opts.StripesInFlight)}
 	c.mu.codecs = map[[2]int]*erasure.Codec{}
 	return c
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // writeBehind writes stripes that a handle filled completely in the
-// background, so a sequential writer keeps StripesInFlight stripes on the
-// wire instead of stalling at each writeback. Until its commit, an
+// background, so a sequential writer keeps stripes on the wire (up to the
+// client's write-behind window, shared by all its Files) instead of
+// stalling at each writeback. Until its commit, an
 // in-flight stripe's bytes stay readable through the handle.
 type writeBehind struct {
 	sem chan struct{}
@@ -45,21 +46,29 @@ func (w *writeBehind) takeErr() error {
 	return err
 }
 
-// startLocked hands full stripe s to the background. f.mu is held; it may
-// wait for a free slot or for an earlier write of the same stripe (so the
-// later content always commits last).
+// startLocked hands full stripe s to the background. f.mu is held; it is
+// released while waiting for a free slot (other writers and readers of the
+// File go on meanwhile) or for an earlier write of the same stripe (so the
+// later content always commits last). The stripe is in f.mu.inflight, and
+// readable, from the moment it leaves f.mu.dirty.
 func (f *File) startLocked(s uint64, d *dirtyStripe) {
-	if prev := f.mu.inflight[s]; prev != nil {
+	for prev := f.mu.inflight[s]; prev != nil; prev = f.mu.inflight[s] {
 		f.mu.Unlock()
 		<-prev.done
 		f.mu.Lock()
 	}
-	f.wb.sem <- struct{}{}
 	in := &inflight{d: d, done: make(chan struct{})}
 	f.mu.inflight[s] = in
+	f.wb.wg.Add(1)
+	select {
+	case f.wb.sem <- struct{}{}:
+	default:
+		f.mu.Unlock()
+		f.wb.sem <- struct{}{}
+		f.mu.Lock()
+	}
 	lay, ino, sb := f.mu.attr.Layout, f.mu.attr.Ino, f.stripeBytes()
 	guess, known := f.genGuessLocked(s)
-	f.wb.wg.Add(1)
 	go func() {
 		defer f.wb.wg.Done()
 		// The slot is freed once the fragments are durable, before the
