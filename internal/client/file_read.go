@@ -119,7 +119,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 
 // readPlan reads the planned bytes into p without the mutex.
 func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) error {
-	sb := f.stripeBytes()
+	sb := StripeBytes(pl.lay) // f.mu.attr changes at commits
 	for done := 0; done < pl.n; {
 		pos := off + int64(done)
 		s := uint64(pos / sb)

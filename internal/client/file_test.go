@@ -189,6 +189,13 @@ func TestReadsDuringWrites(t *testing.T) {
 			}
 			copy(data[s:], p)
 		}
+		// A partial stripe, merged and committed by Flush while the
+		// readers go on.
+		p := []byte(fmt.Sprintf("round %d", round))
+		if _, err := f.WriteAt(ctx, p, half+100); err != nil {
+			t.Fatal(err)
+		}
+		copy(data[half+100:], p)
 		if err := f.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
