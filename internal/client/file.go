@@ -70,7 +70,8 @@ func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, er
 	f.mu.gens = map[uint64]uint64{}
 	f.mu.recs = map[uint64]meta.StripeRec{}
 	f.mu.openSize = int64(a.Size)
-	f.wb.sem = c.writeBehind
+	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
+	f.wb.shared = c.writeBehind
 	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
 	return f, nil
 }

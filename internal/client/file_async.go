@@ -11,14 +11,16 @@ import (
 )
 
 // writeBehind writes stripes that a handle filled completely in the
-// background, so a sequential writer keeps stripes on the wire (up to the
-// client's write-behind window, shared by all its Files) instead of
-// stalling at each writeback. Until its commit, an
+// background, so a sequential writer keeps stripes on the wire (its File's
+// window of StripesInFlight, plus what it can borrow from the client's
+// shared window) instead of stalling at each writeback. Until its commit, an
 // in-flight stripe's bytes stay readable through the handle.
 type writeBehind struct {
-	sem chan struct{}
-	wg  sync.WaitGroup
-	mu  struct {
+	// A stripe in the background holds a token of the File's own window
+	// (StripesInFlight) or, when that is full, of the client's shared one.
+	sem, shared chan struct{}
+	wg          sync.WaitGroup
+	mu          struct {
 		sync.Mutex
 		err error
 	}
@@ -60,11 +62,20 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 	in := &inflight{d: d, done: make(chan struct{})}
 	f.mu.inflight[s] = in
 	f.wb.wg.Add(1)
+	var tok chan struct{}
 	select {
 	case f.wb.sem <- struct{}{}:
+		tok = f.wb.sem
+	case f.wb.shared <- struct{}{}:
+		tok = f.wb.shared
 	default:
 		f.mu.Unlock()
-		f.wb.sem <- struct{}{}
+		select {
+		case f.wb.sem <- struct{}{}:
+			tok = f.wb.sem
+		case f.wb.shared <- struct{}{}:
+			tok = f.wb.shared
+		}
 		f.mu.Lock()
 	}
 	lay, ino, sb := f.mu.attr.Layout, f.mu.attr.Ino, f.stripeBytes()
@@ -75,7 +86,7 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		// commit, so commit latency never idles the drives. It is freed
 		// without f.mu: a writer may hold f.mu while it waits for a slot.
 		var once sync.Once
-		free := func() { once.Do(func() { <-f.wb.sem }) }
+		free := func() { once.Do(func() { <-tok }) }
 		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d, f.name, guess, known, free)
 		free()
 		f.mu.Lock()
