@@ -7,18 +7,21 @@
 #
 # Transfers of 1 MiB and 4 MiB, 1 and 4 processes (files of SIZE/N each), fio
 # buffered through FUSE with end_fsync for writes; caches dropped before
-# every read. Needs root, fio and /dev/fuse. Prints a Markdown table.
+# every read. Then 4 writers of one shared file (disjoint quarters), buffered
+# and O_DIRECT, against fio on the local file system and the null FUSE file
+# system (O_DIRECT writes to it run in parallel). Needs root, fio and
+# /dev/fuse. Prints two Markdown tables.
 set -euo pipefail
 size_gib=${1:-8}
 work=${2:-./bench/out/mount}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$root/bin/poolfs"
 (cd "$root" && go build -o "$bin" ./cmd/poolfs)
-rm -rf "$work"; mkdir -p "$work"/{local,null,mnt}; work=$(cd "$work" && pwd)
+rm -rf "$work"; mkdir -p "$work"/{local,null,nulld,mnt}; work=$(cd "$work" && pwd)
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 pids=()
 cleanup() {
-  for m in "$work/null" "$work/mnt"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
+  for m in "$work/null" "$work/nulld" "$work/mnt"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work/cluster" "$work/local"
@@ -36,10 +39,11 @@ fio_bw() {
 }
 
 "$bin" mount-null "$work/null" >/dev/null 2>&1 & pids+=($!)
+"$bin" mount-null --direct-io --parallel "$work/nulld" >/dev/null 2>&1 & pids+=($!)
 "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
 "$bin" mount -c "$work/cluster" "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && break; sleep 0.1; done
+for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && mountpoint -q "$work/nulld" && break; sleep 0.1; done
 
 echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"
 echo "|---|---|---|---|---|---|---|"
@@ -58,4 +62,28 @@ pct = lambda a, b: "%d%%" % (100 * a / b) if b else "-"
 print(f"| {bs} | {jobs} | {lw} / {lr} MB/s | {nw} / {nr} MB/s | {pw} / {pr} MB/s | {pct(pw, lw)} / {pct(pr, lr)} | {pct(pw, nw)} / {pct(pr, nr)} |")
 PY
   done
+done
+
+# shared_bw DIR bs direct -> MB/s of 4 writers of one file, a quarter each
+shared_bw() {
+  local per=$((size_gib * 1024 / 4))
+  fio --name=shared --filename="$1/shared" --rw=write --bs="$2" --size="${per}M" --offset_increment="${per}M" \
+      --numjobs=4 --direct="$3" --ioengine=psync --group_reporting --end_fsync=1 --output-format=json 2>/dev/null |
+    python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print(round(j['write']['bw_bytes']/1e6))"
+  rm -f "$1/shared"
+}
+
+echo
+echo "| shared file, 4 writers | fio O_DIRECT local | FUSE null buffered / direct | poolfs buffered / O_DIRECT | poolfs O_DIRECT / fio | poolfs O_DIRECT / null direct |"
+echo "|---|---|---|---|---|---|"
+for bs in 1M 4M; do
+  lw=$(shared_bw "$work/local" $bs 1)
+  nb=$(shared_bw "$work/null" $bs 0); nd=$(shared_bw "$work/nulld" $bs 0)
+  pb=$(shared_bw "$work/mnt" $bs 0); pd=$(shared_bw "$work/mnt" $bs 1)
+  python3 - "$bs" "$lw" "$nb" "$nd" "$pb" "$pd" <<'PY'
+import sys
+bs, lw, nb, nd, pb, pd = sys.argv[1], *map(int, sys.argv[2:])
+pct = lambda a, b: "%d%%" % (100 * a / b) if b else "-"
+print(f"| {bs} | {lw} MB/s | {nb} / {nd} MB/s | {pb} / {pd} MB/s | {pct(pd, lw)} | {pct(pd, nd)} |")
+PY
 done

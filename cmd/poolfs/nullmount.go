@@ -34,5 +34,6 @@ func nullMountCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&o.DirectIO, "direct-io", false, "open files with FOPEN_DIRECT_IO")
 	cmd.Flags().BoolVar(&o.ParallelIO, "parallel", false, "with --direct-io, allow parallel writes to one file")
 	cmd.Flags().IntVar(&o.MaxWrite, "max-write", 1<<20, "largest FUSE request")
+	cmd.Flags().IntVar(&o.Readahead, "readahead", 0, "kernel readahead in bytes (0: as the poolfs mount, -1: the kernel default)")
 	return cmd
 }

@@ -4,32 +4,98 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/erasure"
 )
 
 // stripeCache keeps the last few whole stripes a handle read, keyed by
-// stripe and generation, with reads in progress shared.
+// stripe and generation, with reads in progress shared. It is guarded by
+// the File's mutex; the entries' bytes are read without it (see
+// cacheEntry).
 type stripeCache struct {
 	max     int
 	entries map[uint64]*cacheEntry
 	order   []uint64
 }
 
+// cacheEntry is one stripe read whole. Its fields other than refs are
+// written once, by the reader that fills it, before ready is closed, and
+// only read after. The fragment buffers go back to their pool when the
+// last reference is dropped: the cache holds one while the entry is in it,
+// the filler one until it is filled, and every reader copying out of it
+// one.
 type cacheEntry struct {
 	gen   uint64
 	ready chan struct{}
-	data  []byte
-	err   error
+	refs  atomic.Int32
+
+	b      *stripeBuf // nil after an error
+	pool   *bufPool
+	shards [][]byte // the k data shards, in b or reconstructed
+	shard  int      // shard size
+	len    int      // user bytes in the stripe
+	err    error
+}
+
+func newCacheEntry(gen uint64, refs int32) *cacheEntry {
+	e := &cacheEntry{gen: gen, ready: make(chan struct{})}
+	e.refs.Store(refs)
+	return e
+}
+
+func (e *cacheEntry) ref() { e.refs.Add(1) }
+
+func (e *cacheEntry) unref() {
+	if e.refs.Add(-1) == 0 && e.b != nil {
+		e.pool.put(e.b)
+		e.b, e.shards = nil, nil
+	}
+}
+
+// wait returns when the entry is filled, or ctx is done.
+func (e *cacheEntry) wait(ctx context.Context) error {
+	select {
+	case <-e.ready:
+		return e.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// failed reports whether the entry is filled, with an error.
+func (e *cacheEntry) failed() bool {
+	select {
+	case <-e.ready:
+		return e.err != nil
+	default:
+		return false
+	}
+}
+
+// copyOut copies the stripe's user bytes [at, at+len(dst)) into dst, zeros
+// beyond its length. The entry is filled without error.
+func (e *cacheEntry) copyOut(dst []byte, at int) {
+	done := 0
+	for pos := at; done < len(dst) && pos < e.len; {
+		sh, o := pos/e.shard, pos%e.shard
+		n := copy(dst[done:], e.shards[sh][o:min(e.shard, o+e.len-pos)])
+		done += n
+		pos += n
+	}
+	clear(dst[done:])
 }
 
 func newStripeCache(n int) *stripeCache {
 	return &stripeCache{max: max(n, 2), entries: map[uint64]*cacheEntry{}}
 }
 
+// get returns the entry of stripe s at generation gen, with a reference
+// the caller drops, or nil.
 func (c *stripeCache) get(s, gen uint64) *cacheEntry {
 	if e := c.entries[s]; e != nil && e.gen == gen {
+		e.ref()
 		return e
 	}
 	return nil
@@ -37,13 +103,19 @@ func (c *stripeCache) get(s, gen uint64) *cacheEntry {
 
 func (c *stripeCache) has(s uint64) bool { return c.entries[s] != nil }
 
+// start adds an entry for stripe s that the caller fills. It holds a
+// reference for the cache and one for the filler, which drops it once
+// ready is closed.
 func (c *stripeCache) start(s, gen uint64) *cacheEntry {
-	e := &cacheEntry{gen: gen, ready: make(chan struct{})}
-	if _, ok := c.entries[s]; !ok {
+	e := newCacheEntry(gen, 2)
+	if old, ok := c.entries[s]; ok {
+		old.unref()
+	} else {
 		c.order = append(c.order, s)
 	}
 	c.entries[s] = e
 	for len(c.order) > c.max {
+		c.entries[c.order[0]].unref()
 		delete(c.entries, c.order[0])
 		c.order = c.order[1:]
 	}
@@ -51,9 +123,11 @@ func (c *stripeCache) start(s, gen uint64) *cacheEntry {
 }
 
 func (c *stripeCache) drop(s uint64) {
-	if _, ok := c.entries[s]; !ok {
+	e, ok := c.entries[s]
+	if !ok {
 		return
 	}
+	e.unref()
 	delete(c.entries, s)
 	for i, x := range c.order {
 		if x == s {
@@ -64,6 +138,9 @@ func (c *stripeCache) drop(s uint64) {
 }
 
 func (c *stripeCache) clear() {
+	for _, e := range c.entries {
+		e.unref()
+	}
 	c.entries = map[uint64]*cacheEntry{}
 	c.order = nil
 }

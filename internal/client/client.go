@@ -65,10 +65,20 @@ type Drives interface {
 // Options tune the data path.
 type Options struct {
 	// StripesInFlight bounds the stripes being written or read ahead at
-	// once per file (default 8: 8 × (k+m) fragments in flight).
+	// once per file (default 8: 8 × (k+m) fragments in flight). A File
+	// writing back in the background may also borrow from a window of
+	// (WriteBehindFactor-1) × StripesInFlight stripes shared by the whole
+	// client, so that one sequential writer, or several writers of one
+	// shared file, keep about as many stripes on the wire as writers of
+	// separate files do.
 	StripesInFlight int
 	Logger          *slog.Logger
 }
+
+// WriteBehindFactor × Options.StripesInFlight is the number of stripes one
+// File may write back in the background at once, its own window and the
+// client's shared one together.
+const WriteBehindFactor = 4
 
 // Client is the data path. It is safe for concurrent use.
 type Client struct {
@@ -78,8 +88,11 @@ type Client struct {
 	opts    Options
 	log     *slog.Logger
 	headers *headerCache
-	bufs    pools    // fragment buffers per geometry
-	flats   flatPool // whole-stripe byte buffers
+	bufs    pools // fragment buffers per geometry
+	// writeBehind is the shared write-behind window: a token per stripe a
+	// File writes back in the background beyond its own window
+	// (file_async.go).
+	writeBehind chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -97,7 +110,8 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192)}
+	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
+		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight)}
 	c.mu.codecs = map[[2]int]*erasure.Codec{}
 	return c
 }

@@ -15,6 +15,18 @@
 // rewritten in place (read repair). Losing more than m fragments of a stripe
 // is reported as ErrDataLoss naming the file and the stripe.
 //
+// Random access (File, as the FUSE mount uses it): writes are buffered per
+// stripe; a stripe buffered whole is laid out as its data shards in a
+// pooled stripe buffer (dirty.go), so it is encoded and sent from where
+// the writes put it, and written back in the background (write-behind: a
+// window of stripes per File, plus one that all Files of the client
+// share). Reads of one File run in parallel: the File's mutex is held to
+// plan a read, not to wait for fragments or to copy bytes. Sequential
+// reads take whole stripes through a small per-File cache of
+// reference-counted stripe buffers, filled StripesInFlight stripes ahead;
+// a read that overlaps the File's unflushed writes is done with the mutex
+// held and lays them over the committed bytes.
+//
 // Whole-file Put is atomic: it writes a hidden temporary file in the target
 // directory and renames it over the target, so readers see either the old
 // or the new content.

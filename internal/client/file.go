@@ -46,32 +46,6 @@ type File struct {
 	}
 }
 
-// dirtyStripe holds the bytes a handle wrote into one stripe and where.
-type dirtyStripe struct {
-	buf   []byte // stripe-relative; grows to the highest byte written
-	spans []span // written ranges, sorted, merged
-	// full is the stripe size: once buf outgrows smallDirty it is a whole
-	// stripe buffer from the client's pool (pooled set), so a sequential
-	// writer never reallocates.
-	full   int
-	pool   *flatPool
-	pooled bool
-}
-
-// smallDirty is the largest dirty buffer grown by reallocation; beyond it
-// a dirty stripe takes a whole-stripe buffer from the pool.
-const smallDirty = 256 << 10
-
-// release returns a pooled buffer. The stripe must not be used again.
-func (d *dirtyStripe) release() {
-	if d.pooled {
-		d.pool.put(d.buf)
-		d.buf, d.pooled = nil, false
-	}
-}
-
-type span struct{ a, b int }
-
 // maxDirty is the number of dirty stripes a handle buffers before it
 // writes the complete ones back (or all of them).
 const maxDirtyFactor = 2
@@ -104,6 +78,7 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.mu.recs = map[uint64]meta.StripeRec{}
 	f.mu.openSize = int64(a.Size)
 	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
+	f.wb.shared = c.writeBehind
 	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
 	return f, nil
 }
@@ -136,7 +111,8 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 		n := min(len(p)-done, int(sb)-in)
 		d := f.mu.dirty[s]
 		if d == nil {
-			d = &dirtyStripe{full: int(sb), pool: &f.c.flats}
+			lay := f.mu.attr.Layout
+			d = &dirtyStripe{k: lay.K, unit: int(lay.Unit), pool: f.c.bufs.get(lay.K+lay.M, int(lay.Unit))}
 			f.mu.dirty[s] = d
 		}
 		d.write(in, p[done:done+n])
@@ -159,49 +135,6 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 		}
 	}
 	return len(p), nil
-}
-
-func (d *dirtyStripe) write(at int, p []byte) {
-	if end := at + len(p); end > len(d.buf) {
-		switch {
-		case end <= cap(d.buf):
-			d.buf = d.buf[:end]
-		case end > smallDirty && d.pool != nil && end <= d.full:
-			nb := d.pool.get(d.full)[:end]
-			n := copy(nb, d.buf)
-			if at > n {
-				clear(nb[n:at]) // never read (spans say what was written), but tidy
-			}
-			d.release()
-			d.buf, d.pooled = nb, true
-		default:
-			nb := make([]byte, end, max(end, 2*cap(d.buf)))
-			copy(nb, d.buf)
-			d.buf = nb
-		}
-	}
-	copy(d.buf[at:], p)
-	d.spans = addSpan(d.spans, span{at, at + len(p)})
-}
-
-// addSpan inserts s into sorted, merged spans.
-func addSpan(spans []span, s span) []span {
-	out := spans[:0:0]
-	for _, x := range spans {
-		if x.b < s.a || x.a > s.b {
-			out = append(out, x)
-			continue
-		}
-		s = span{min(s.a, x.a), max(s.b, x.b)}
-	}
-	out = append(out, s)
-	sort.Slice(out, func(i, j int) bool { return out[i].a < out[j].a })
-	return out
-}
-
-// covers reports whether the spans cover [0, n).
-func (d *dirtyStripe) covers(n int) bool {
-	return len(d.spans) == 1 && d.spans[0].a == 0 && d.spans[0].b >= n
 }
 
 // Flush writes back every buffered write and commits it: when it returns
@@ -313,15 +246,11 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 				// this handle's ranges over them.
 				flat := make([]byte, l)
 				joinInto(flat, shards, int(old.Len))
-				for _, sp := range d.spans {
-					copy(flat[sp.a:min(sp.b, l)], d.buf[sp.a:min(sp.b, l)])
-				}
+				d.overlay(flat, 0)
 				fillShards(b, flat, lay.K, int(lay.Unit))
 			} else {
 				flat := make([]byte, l)
-				for _, sp := range d.spans {
-					copy(flat[sp.a:min(sp.b, l)], d.buf[sp.a:min(sp.b, l)])
-				}
+				d.overlay(flat, 0)
 				fillShards(b, flat, lay.K, int(lay.Unit))
 			}
 			rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)

@@ -11,13 +11,16 @@ import (
 )
 
 // writeBehind writes stripes that a handle filled completely in the
-// background, so a sequential writer keeps StripesInFlight stripes on the
-// wire instead of stalling at each writeback. Until its commit, an
+// background, so a sequential writer keeps stripes on the wire (its File's
+// window of StripesInFlight, plus what it can borrow from the client's
+// shared window) instead of stalling at each writeback. Until its commit, an
 // in-flight stripe's bytes stay readable through the handle.
 type writeBehind struct {
-	sem chan struct{}
-	wg  sync.WaitGroup
-	mu  struct {
+	// A stripe in the background holds a token of the File's own window
+	// (StripesInFlight) or, when that is full, of the client's shared one.
+	sem, shared chan struct{}
+	wg          sync.WaitGroup
+	mu          struct {
 		sync.Mutex
 		err error
 	}
@@ -45,29 +48,46 @@ func (w *writeBehind) takeErr() error {
 	return err
 }
 
-// startLocked hands full stripe s to the background. f.mu is held; it may
-// wait for a free slot or for an earlier write of the same stripe (so the
-// later content always commits last).
+// startLocked hands full stripe s to the background. f.mu is held; it is
+// released while waiting for a free slot (other writers and readers of the
+// File go on meanwhile) or for an earlier write of the same stripe (so the
+// later content always commits last). The stripe is in f.mu.inflight, and
+// readable, from the moment it leaves f.mu.dirty.
 func (f *File) startLocked(s uint64, d *dirtyStripe) {
-	if prev := f.mu.inflight[s]; prev != nil {
+	for prev := f.mu.inflight[s]; prev != nil; prev = f.mu.inflight[s] {
 		f.mu.Unlock()
 		<-prev.done
 		f.mu.Lock()
 	}
-	f.wb.sem <- struct{}{}
 	in := &inflight{d: d, done: make(chan struct{})}
 	f.mu.inflight[s] = in
+	f.wb.wg.Add(1)
+	var tok chan struct{}
+	select {
+	case f.wb.sem <- struct{}{}:
+		tok = f.wb.sem
+	case f.wb.shared <- struct{}{}:
+		tok = f.wb.shared
+	default:
+		f.mu.Unlock()
+		select {
+		case f.wb.sem <- struct{}{}:
+			tok = f.wb.sem
+		case f.wb.shared <- struct{}{}:
+			tok = f.wb.shared
+		}
+		f.mu.Lock()
+	}
 	lay, ino, sb := f.mu.attr.Layout, f.mu.attr.Ino, f.stripeBytes()
 	guess, known := f.genGuessLocked(s)
-	f.wb.wg.Add(1)
 	go func() {
 		defer f.wb.wg.Done()
 		// The slot is freed once the fragments are durable, before the
 		// commit, so commit latency never idles the drives. It is freed
 		// without f.mu: a writer may hold f.mu while it waits for a slot.
 		var once sync.Once
-		free := func() { once.Do(func() { <-f.wb.sem }) }
-		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d.buf[:sb], f.name, guess, known, free)
+		free := func() { once.Do(func() { <-tok }) }
+		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d, f.name, guess, known, free)
 		free()
 		f.mu.Lock()
 		if f.mu.inflight[s] == in {
@@ -113,16 +133,23 @@ func (f *File) genGuessLocked(s uint64) (uint64, bool) {
 	return 0, false
 }
 
-// writeFullStripe writes a whole stripe of new content and commits it over
-// whatever generation is current: the content does not depend on the old
-// one, so a conflict only means trying again on top of the newer one. It
-// starts from the guessed generation when known, calls written once the
-// fragments are durable, and returns the committed generation.
-func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, data []byte, name string,
+// writeFullStripe writes a stripe that d covers whole as new content and
+// commits it over whatever generation is current: the content does not
+// depend on the old one, so a conflict only means trying again on top of
+// the newer one. It starts from the guessed generation when known, calls
+// written once the fragments are durable, and returns the committed
+// generation. The data shards are sent from d's stripe buffer (parity is
+// computed into it) when d has one.
+func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, d *dirtyStripe, name string,
 	guess uint64, known bool, written func()) (uint64, error) {
-	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
-	b := pool.get()
-	defer pool.put(b)
+	l := int(StripeBytes(lay))
+	b := d.sbuf
+	if b == nil {
+		pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
+		b = pool.get()
+		defer pool.put(b)
+		fillShards(b, d.flat[:l], lay.K, int(lay.Unit))
+	}
 	old := guess
 	for attempt := 0; attempt < 50; attempt++ {
 		if !known {
@@ -136,13 +163,12 @@ func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.
 			}
 		}
 		known = false // after a conflict, look it up
-		fillShards(b, data, lay.K, int(lay.Unit))
-		rec, err := c.writeStripe(ctx, lay, ino, s, old, b, len(data))
+		rec, err := c.writeStripe(ctx, lay, ino, s, old, b, l)
 		if err != nil {
 			return 0, fmt.Errorf("write %s: %w", name, err)
 		}
 		written()
-		end := int64(s)*StripeBytes(lay) + int64(len(data))
+		end := int64(s)*StripeBytes(lay) + int64(l)
 		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old}}, uint64(end), time.Now().UnixNano())
 		if err == nil {
 			return rec.Gen, nil

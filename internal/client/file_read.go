@@ -14,15 +14,139 @@ import (
 
 // ReadAt reads len(p) bytes at off. At the end of the file it returns the
 // bytes there are and io.EOF. The handle's own unflushed writes are seen.
+//
+// Reads of one handle run in parallel: the mutex is held to plan a read
+// (records, cache entries, readahead), not while waiting for fragments or
+// copying bytes. That never returns bytes older than a write of this
+// handle that finished before the read started: such a write is, when the
+// read is planned, either unflushed (then the read is done with the mutex
+// held, laying the unflushed bytes over the committed ones) or committed
+// (and its stripe's record and cache entry were replaced at the commit).
 func (f *File) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.readLocked(ctx, p, off)
+	pl, err := f.planLocked(ctx, p, off)
+	if err != nil || pl.n == 0 {
+		f.mu.Unlock()
+		return 0, err
+	}
+	if pl.locked {
+		defer f.mu.Unlock()
+		return f.readLocked(ctx, p, off)
+	}
+	f.mu.Unlock()
+	err = f.readPlan(ctx, pl, p, off)
+	f.mu.Lock()
+	for s, e := range pl.entries {
+		if e.failed() && f.mu.cache.entries[s] == e {
+			f.mu.cache.drop(s) // the next read tries again
+		}
+	}
+	f.mu.Unlock()
+	pl.release()
+	if err != nil {
+		return 0, err
+	}
+	if pl.n < len(p) {
+		return pl.n, io.EOF
+	}
+	return pl.n, nil
 }
 
+// readPlan is a read decided under the mutex and done without it.
+type readPlan struct {
+	n       int  // bytes to read (up to the end of the file)
+	locked  bool // overlaps unflushed writes: read with the mutex held
+	recs    map[uint64]meta.StripeRec
+	entries map[uint64]*cacheEntry // referenced whole stripes
+	lay     meta.Layout
+	ino     meta.Ino
+}
+
+func (pl *readPlan) release() {
+	for _, e := range pl.entries {
+		e.unref()
+	}
+}
+
+// planLocked decides how to read len(p) bytes at off: it fetches the
+// stripe records, takes references on (or starts) whole-stripe reads of
+// the cache, and starts readahead.
+func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, error) {
+	if off >= f.mu.size {
+		return &readPlan{}, io.EOF
+	}
+	pl := &readPlan{lay: f.mu.attr.Layout, ino: f.mu.attr.Ino}
+	pl.n = int(min(int64(len(p)), f.mu.size-off))
+	sb := f.stripeBytes()
+	// Sequential: near where the last reads ended. The kernel's readahead
+	// sends requests in parallel, so they arrive a little out of order.
+	sequential := off >= f.mu.next-2*sb && off <= f.mu.next+2*sb
+	if sequential {
+		f.mu.seqs++
+		f.mu.next = max(f.mu.next, off+int64(pl.n))
+	} else {
+		f.mu.seqs = 0
+		f.mu.next = off + int64(pl.n)
+	}
+	first, last := uint64(off/sb), uint64((off+int64(pl.n)-1)/sb)
+	for s := first; s <= last; s++ {
+		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
+			pl.locked = true
+			return pl, nil
+		}
+	}
+	recs, err := f.recordsLocked(ctx, first, last)
+	if err != nil {
+		return nil, err
+	}
+	pl.recs = recs
+	if f.mu.seqs >= 2 || pl.n >= int(sb)/2 {
+		pl.entries = map[uint64]*cacheEntry{}
+		for s := first; s <= last; s++ {
+			if rec := recs[s]; rec.Gen != 0 {
+				pl.entries[s] = f.entryLocked(rec)
+			}
+		}
+		if sequential {
+			f.readAhead(last+1, sb)
+		}
+	}
+	return pl, nil
+}
+
+// readPlan reads the planned bytes into p without the mutex.
+func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) error {
+	sb := StripeBytes(pl.lay) // f.mu.attr changes at commits
+	for done := 0; done < pl.n; {
+		pos := off + int64(done)
+		s := uint64(pos / sb)
+		in := int(pos % sb)
+		k := min(pl.n-done, int(sb)-in)
+		dst := p[done : done+k]
+		rec := pl.recs[s]
+		switch e := pl.entries[s]; {
+		case rec.Gen == 0:
+			clear(dst)
+		case e != nil:
+			if err := e.wait(ctx); err != nil {
+				return err
+			}
+			e.copyOut(dst, in)
+		default:
+			if err := f.c.readRange(ctx, pl.lay, pl.ino, rec, in, dst, f.name); err != nil {
+				return err
+			}
+		}
+		done += k
+	}
+	return nil
+}
+
+// readLocked reads with the mutex held: the handle's unflushed writes
+// (dirty and in flight) are laid over the committed bytes.
 func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error) {
 	if off >= f.mu.size {
 		return 0, io.EOF
@@ -30,55 +154,30 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 	want := len(p)
 	n := int(min(int64(want), f.mu.size-off))
 	p = p[:n]
-	sequential := off == f.mu.next
-	if sequential {
-		f.mu.seqs++
-	} else {
-		f.mu.seqs = 0
-	}
-	f.mu.next = off + int64(n)
 	sb := f.stripeBytes()
 	first, last := uint64(off/sb), uint64((off+int64(n)-1)/sb)
 	byNo, err := f.recordsLocked(ctx, first, last)
 	if err != nil {
 		return 0, err
 	}
-	whole := f.mu.seqs >= 2 || n >= int(sb)/2
 	for done := 0; done < n; {
 		pos := off + int64(done)
 		s := uint64(pos / sb)
 		in := int(pos % sb)
 		k := min(n-done, int(sb)-in)
 		dst := p[done : done+k]
-		rec, ok := byNo[s]
-		switch {
-		case !ok || rec.Gen == 0:
+		if rec := byNo[s]; rec.Gen == 0 {
 			clear(dst)
-		case whole:
-			data, err := f.wholeStripe(ctx, rec)
-			if err != nil {
-				return done, err
-			}
-			m := 0
-			if in < len(data) {
-				m = copy(dst, data[in:])
-			}
-			clear(dst[m:])
-		default:
-			if err := f.readRange(ctx, rec, in, dst); err != nil {
-				return done, err
-			}
+		} else if err := f.c.readRange(ctx, f.mu.attr.Layout, f.mu.attr.Ino, rec, in, dst, f.name); err != nil {
+			return done, err
 		}
 		if fl := f.mu.inflight[s]; fl != nil {
-			overlay(dst, fl.d, in)
+			fl.d.overlay(dst, in)
 		}
 		if d := f.mu.dirty[s]; d != nil {
-			overlay(dst, d, in)
+			d.overlay(dst, in)
 		}
 		done += k
-	}
-	if whole && sequential {
-		f.readAhead(last+1, sb)
 	}
 	if n < want {
 		return n, io.EOF
@@ -86,39 +185,39 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 	return n, nil
 }
 
-// wholeStripe returns the user bytes of a committed stripe from the cache,
-// reading the whole stripe if needed.
-func (f *File) wholeStripe(ctx context.Context, rec meta.StripeRec) ([]byte, error) {
-	e := f.mu.cache.get(rec.Stripe, rec.Gen)
-	if e == nil {
-		e = f.mu.cache.start(rec.Stripe, rec.Gen)
-		f.c.fillEntry(ctx, e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
+// entryLocked returns a referenced cache entry for a committed stripe,
+// starting its read if the cache does not have it.
+func (f *File) entryLocked(rec meta.StripeRec) *cacheEntry {
+	if e := f.mu.cache.get(rec.Stripe, rec.Gen); e != nil {
+		return e
 	}
-	<-e.ready
-	if e.err != nil {
-		f.mu.cache.drop(rec.Stripe)
-		return nil, e.err
-	}
-	return e.data, nil
+	e := f.mu.cache.start(rec.Stripe, rec.Gen)
+	e.ref()
+	go f.c.fillEntry(context.Background(), e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
+	return e
 }
 
+// fillEntry reads a whole stripe into e and drops the filler's reference.
 func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRec, lay meta.Layout, ino meta.Ino, name string) {
 	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	b := pool.get()
 	shards, err := c.readStripe(ctx, lay, ino, rec, b, name)
-	if err == nil {
-		e.data = erasure.Join(make([]byte, 0, rec.Len), shards, lay.K, int(rec.Len))
+	if err != nil {
+		pool.put(b)
+		e.err = err
+	} else {
+		e.b, e.pool, e.shards = b, pool, shards
+		e.shard, e.len = int(rec.ShardSize), int(rec.Len)
 	}
-	pool.put(b)
-	e.err = err
 	close(e.ready)
+	e.unref()
 }
 
 // readAhead starts reading the next stripes in the background.
 func (f *File) readAhead(from uint64, sb int64) {
 	last := (f.mu.size - 1) / sb
 	for s := from; s < from+uint64(f.c.opts.StripesInFlight) && int64(s) <= last; s++ {
-		if f.mu.cache.has(s) {
+		if f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
 			continue
 		}
 		ctx := context.Background()
@@ -135,14 +234,14 @@ func (f *File) readAhead(from uint64, sb int64) {
 // only the blocks of the data fragments that hold them, checking their
 // checksums; on any failure it falls back to a whole-stripe (degraded,
 // repairing) read.
-func (f *File) readRange(ctx context.Context, rec meta.StripeRec, in int, dst []byte) error {
+func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, in int, dst []byte, name string) error {
 	s := int(rec.ShardSize)
 	end := in + len(dst)
 	if in >= int(rec.Len) {
 		clear(dst)
 		return nil
 	}
-	m, err := f.c.Map(ctx)
+	m, err := c.Map(ctx)
 	if err != nil {
 		return err
 	}
@@ -161,20 +260,19 @@ func (f *File) readRange(ctx context.Context, rec meta.StripeRec, in int, dst []
 		wg.Add(1)
 		go func(i int, pt part) {
 			defer wg.Done()
-			errs[i] = f.c.readShardRange(ctx, m, f.mu.attr.Ino, rec, pt.idx, pt.off, dst[pt.at:pt.at+pt.n])
+			errs[i] = c.readShardRange(ctx, m, ino, rec, pt.idx, pt.off, dst[pt.at:pt.at+pt.n])
 		}(i, pt)
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			data, err := f.wholeStripe(ctx, rec)
-			if err != nil {
-				return err
+			e := newCacheEntry(rec.Gen, 2)
+			c.fillEntry(ctx, e, rec, lay, ino, name)
+			defer e.unref()
+			if e.err != nil {
+				return e.err
 			}
-			clear(dst)
-			if in < len(data) {
-				copy(dst, data[in:])
-			}
+			e.copyOut(dst, in)
 			return nil
 		}
 	}
@@ -210,17 +308,6 @@ func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino met
 	}
 	copy(dst, buf[off-lo:])
 	return nil
-}
-
-// overlay copies the bytes d holds over dst, which holds stripe bytes
-// [at, at+len(dst)).
-func overlay(dst []byte, d *dirtyStripe, at int) {
-	for _, sp := range d.spans {
-		a, b := max(sp.a, at), min(sp.b, at+len(dst))
-		if a < b {
-			copy(dst[a-at:b-at], d.buf[a:b])
-		}
-	}
 }
 
 // recBatch is how many stripe records a read fetches at once.

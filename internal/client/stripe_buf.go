@@ -99,34 +99,3 @@ func (p *pools) get(width, unit int) *bufPool {
 	}
 	return bp
 }
-
-// flatPool recycles flat buffers of whole stripes (k*unit bytes).
-type flatPool struct {
-	mu sync.Mutex
-	m  map[int]*sync.Pool
-}
-
-func (p *flatPool) get(n int) []byte {
-	p.mu.Lock()
-	if p.m == nil {
-		p.m = map[int]*sync.Pool{}
-	}
-	sp := p.m[n]
-	if sp == nil {
-		sp = &sync.Pool{New: func() any { b := make([]byte, n); return &b }}
-		p.m[n] = sp
-	}
-	p.mu.Unlock()
-	return (*sp.Get().(*[]byte))[:0]
-}
-
-func (p *flatPool) put(b []byte) {
-	n := cap(b)
-	p.mu.Lock()
-	sp := p.m[n]
-	p.mu.Unlock()
-	if sp != nil {
-		b = b[:n]
-		sp.Put(&b)
-	}
-}

@@ -33,6 +33,10 @@ type Options struct {
 	// DefaultSessionTTL): a killed mount's open files are released on the
 	// metadata service this long after it stopped renewing.
 	SessionTTL time.Duration
+	// Readahead is the kernel's readahead window for the mount (default
+	// DefaultReadahead; negative: leave the kernel's 128 KiB). Setting it
+	// needs root; without, the mount works with the kernel's window.
+	Readahead int
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger // default: discard
@@ -116,8 +120,13 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 			Name:               "poolfs",
 			DisableReadDirPlus: true, // a lookup per entry is one RPC each
 			DisableSplice:      true, // reads return memory, not file descriptors
-			DirectMount:        os.Geteuid() == 0,
-			Debug:              o.Debug,
+			// The kernel asks for security.capability before every write
+			// (FUSE never marks inodes S_NOSEC), one metadata call per
+			// request; answer "none" in go-fuse instead. File capabilities
+			// are not honoured on poolfs (as on a nosuid mount).
+			IgnoreSecurityLabels: true,
+			DirectMount:          os.Geteuid() == 0,
+			Debug:                o.Debug,
 		},
 		AttrTimeout:     &o.AttrTimeout,
 		EntryTimeout:    &o.EntryTimeout,
@@ -130,6 +139,14 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 	if err != nil {
 		fsys.opens.stop()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	if o.Readahead == 0 {
+		o.Readahead = DefaultReadahead
+	}
+	if o.Readahead > 0 {
+		if err := SetReadahead(dir, o.Readahead); err != nil {
+			o.Logger.Warn("fusefs: sequential reads will be slower", "err", err)
+		}
 	}
 	return &Server{dir: dir, srv: srv, fs: fsys}, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"poolfs/internal/fusefs"
 )
 
 // Options choose how files are opened, mirroring the poolfs mount.
@@ -23,6 +25,10 @@ type Options struct {
 	MaxWrite   int  // largest request (default 1 MiB)
 	DirectIO   bool // open files with FOPEN_DIRECT_IO (no page cache)
 	ParallelIO bool // with DirectIO: FOPEN_PARALLEL_DIRECT_WRITES
+	// Readahead is the kernel readahead window, as the poolfs mount sets
+	// it (default fusefs.DefaultReadahead; negative: the kernel's). Set
+	// only when running as root.
+	Readahead int
 }
 
 type root struct {
@@ -132,14 +138,26 @@ func Mount(dir string, o Options) (*fuse.Server, error) {
 		o.MaxWrite = 1 << 20
 	}
 	sec := time.Second
-	return fs.Mount(dir, &root{opts: o}, &fs.Options{
+	srv, err := fs.Mount(dir, &root{opts: o}, &fs.Options{
 		EntryTimeout: &sec,
 		AttrTimeout:  &sec,
 		MountOptions: fuse.MountOptions{
-			FsName:       "poolfs-null",
-			Name:         "poolfs-null",
-			MaxWrite:     o.MaxWrite,
-			MaxReadAhead: o.MaxWrite,
+			FsName:        "poolfs-null",
+			Name:          "poolfs-null",
+			MaxWrite:      o.MaxWrite,
+			MaxReadAhead:  o.MaxWrite,
+			MaxBackground: 64, // as the poolfs mount
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
+	if o.Readahead == 0 {
+		o.Readahead = fusefs.DefaultReadahead
+	}
+	if o.Readahead > 0 {
+		// Best effort, as in the poolfs mount: it needs root.
+		_ = fusefs.SetReadahead(dir, o.Readahead)
+	}
+	return srv, nil
 }

@@ -1,0 +1,108 @@
+package client
+
+import "sort"
+
+// dirtyStripe holds the bytes a handle wrote into one stripe and where.
+//
+// Small writes grow a flat buffer of stripe-relative bytes. Once that
+// would pass smallDirty, the bytes move into a stripe buffer from the
+// client's pool, laid out as the stripe's data shards of a full stripe, so
+// that a stripe written whole (a sequential writer) is encoded and sent
+// from where the writes put it, without another copy.
+type dirtyStripe struct {
+	flat  []byte     // stripe-relative bytes, while small
+	sbuf  *stripeBuf // or the data shards (full-unit layout)
+	spans []span     // written ranges, sorted, merged
+	// k and unit are the layout's, pool its stripe buffers; a nil pool
+	// keeps the stripe flat.
+	k, unit int
+	pool    *bufPool
+}
+
+type span struct{ a, b int }
+
+// smallDirty is the largest flat dirty buffer; beyond it a dirty stripe
+// takes a stripe buffer from the pool.
+const smallDirty = 256 << 10
+
+// release returns a pooled buffer. The stripe must not be used again.
+func (d *dirtyStripe) release() {
+	if d.sbuf != nil {
+		d.pool.put(d.sbuf)
+		d.sbuf = nil
+	}
+}
+
+func (d *dirtyStripe) write(at int, p []byte) {
+	end := at + len(p)
+	if d.sbuf == nil && end > smallDirty && d.pool != nil && end <= d.k*d.unit {
+		d.sbuf = d.pool.get()
+		for _, sp := range d.spans {
+			d.copyIn(sp.a, d.flat[sp.a:sp.b])
+		}
+		d.flat = nil
+	}
+	if d.sbuf != nil {
+		d.copyIn(at, p)
+	} else {
+		if end > len(d.flat) {
+			if end > cap(d.flat) {
+				nb := make([]byte, end, max(end, 2*cap(d.flat)))
+				copy(nb, d.flat)
+				d.flat = nb
+			}
+			d.flat = d.flat[:end]
+		}
+		copy(d.flat[at:], p)
+	}
+	d.spans = addSpan(d.spans, span{at, end})
+}
+
+// copyIn copies p to stripe bytes [at, at+len(p)) of the shards.
+func (d *dirtyStripe) copyIn(at int, p []byte) {
+	for len(p) > 0 {
+		sh := d.sbuf.shard(at/d.unit, d.unit)[at%d.unit:]
+		n := copy(sh, p)
+		p, at = p[n:], at+n
+	}
+}
+
+// overlay copies the bytes the handle wrote over dst, which holds stripe
+// bytes [at, at+len(dst)).
+func (d *dirtyStripe) overlay(dst []byte, at int) {
+	for _, sp := range d.spans {
+		a, b := max(sp.a, at), min(sp.b, at+len(dst))
+		if a >= b {
+			continue
+		}
+		if d.sbuf == nil {
+			copy(dst[a-at:b-at], d.flat[a:b])
+			continue
+		}
+		for pos := a; pos < b; {
+			sh := d.sbuf.shard(pos/d.unit, d.unit)
+			n := copy(dst[pos-at:b-at], sh[pos%d.unit:])
+			pos += n
+		}
+	}
+}
+
+// addSpan inserts s into sorted, merged spans.
+func addSpan(spans []span, s span) []span {
+	out := spans[:0:0]
+	for _, x := range spans {
+		if x.b < s.a || x.a > s.b {
+			out = append(out, x)
+			continue
+		}
+		s = span{min(s.a, x.a), max(s.b, x.b)}
+	}
+	out = append(out, s)
+	sort.Slice(out, func(i, j int) bool { return out[i].a < out[j].a })
+	return out
+}
+
+// covers reports whether the spans cover [0, n).
+func (d *dirtyStripe) covers(n int) bool {
+	return len(d.spans) == 1 && d.spans[0].a == 0 && d.spans[0].b >= n
+}

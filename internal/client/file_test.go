@@ -1,0 +1,222 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"poolfs/internal/client"
+	"poolfs/internal/cluster"
+	"poolfs/internal/meta"
+)
+
+// start starts a small embedded cluster (4+2, 64 KiB units: stripes of
+// 256 KiB) and connects a client to it.
+func start(t *testing.T) *cluster.Conn {
+	t.Helper()
+	direct := false
+	cfg := cluster.Config{Dir: t.TempDir(), Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2",
+		Unit: 64 << 10, DriveSize: 1 << 30, GCInterval: time.Hour, DirectIO: &direct}
+	c, err := cluster.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	conn, err := cluster.Connect(context.Background(), cfg.Dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func create(t *testing.T, conn *cluster.Conn, name string) *client.File {
+	t.Helper()
+	ctx := context.Background()
+	a, err := conn.Meta.Create(ctx, meta.RootIno, name, meta.TypeFile, 0o644, 0, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.Client.Open(ctx, a.Ino, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// readSeq reads f from start to end in pieces of xfer bytes and returns
+// what it read.
+func readSeq(f *client.File, start, end int64, xfer int) ([]byte, error) {
+	out := make([]byte, end-start)
+	for off := start; off < end; off += int64(xfer) {
+		n := min(int64(xfer), end-off)
+		got, err := f.ReadAt(context.Background(), out[off-start:off-start+n], off)
+		if err != nil && !(errors.Is(err, io.EOF) && off+int64(got) == end) {
+			return nil, fmt.Errorf("read %d at %d: got %d: %w", n, off, got, err)
+		}
+	}
+	return out, nil
+}
+
+// TestParallelReads: many goroutines reading one handle at once (as the
+// kernel's readahead does through the mount), sequentially with several
+// transfer sizes and at random offsets, get exactly the bytes written.
+func TestParallelReads(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	data := make([]byte, 6<<20+12345) // 24 stripes and a short one
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	w := create(t, conn, "f")
+	for off := 0; off < len(data); off += 1 << 20 {
+		if _, err := w.WriteAt(ctx, data[off:min(off+1<<20, len(data))], int64(off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for _, xfer := range []int{1 << 20, 256 << 10, 100003, 4096} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := readSeq(f, 0, int64(len(data)), xfer)
+			if err == nil && !bytes.Equal(got, data) {
+				err = fmt.Errorf("sequential reads of %d bytes: content differs", xfer)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				off := rand.IntN(len(data))
+				n := 1 + rand.IntN(600<<10)
+				buf := make([]byte, n)
+				got, err := f.ReadAt(ctx, buf, int64(off))
+				want := data[off:min(off+n, len(data))]
+				if err != nil && !errors.Is(err, io.EOF) || !bytes.Equal(buf[:got], want) {
+					errs <- fmt.Errorf("random read %d at %d: %d bytes, %v, equal %v", n, off, got, err, bytes.Equal(buf[:got], want))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestReadsDuringWrites: while readers stream the first half of a file
+// through one handle, a writer rewrites the second half through it stripe
+// by stripe (written back in the background) and reads each write back at
+// once. Every read returns exactly the bytes last written before it began.
+func TestReadsDuringWrites(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const sb = 4 * 64 << 10 // stripe bytes
+	const half = 8 * sb
+	data := make([]byte, 2*half)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	f := create(t, conn, "f")
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for _, xfer := range []int{sb, 100003} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := readSeq(f, 0, half, xfer)
+				if err == nil && !bytes.Equal(got, data[:half]) {
+					err = fmt.Errorf("reader of %d bytes: first half differs", xfer)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for round := 0; round < 3; round++ {
+		for s := int64(half); s < 2*half; s += sb {
+			p := make([]byte, sb)
+			for i := range p {
+				p[i] = byte(rand.Uint32())
+			}
+			if _, err := f.WriteAt(ctx, p, s); err != nil {
+				t.Fatal(err)
+			}
+			// Part of a stripe (merged at flush), then the whole one.
+			got := make([]byte, sb)
+			for _, r := range [][2]int{{100, 5000}, {0, sb}} {
+				n, err := f.ReadAt(ctx, got[r[0]:r[1]], s+int64(r[0]))
+				if err != nil || n != r[1]-r[0] || !bytes.Equal(got[r[0]:r[1]], p[r[0]:r[1]]) {
+					t.Fatalf("round %d: read back %d bytes at %d: %d, %v, equal %v", round, r[1]-r[0], s+int64(r[0]), n, err, bytes.Equal(got[r[0]:r[1]], p[r[0]:r[1]]))
+				}
+			}
+			copy(data[s:], p)
+		}
+		// A partial stripe, merged and committed by Flush while the
+		// readers go on.
+		p := []byte(fmt.Sprintf("round %d", round))
+		if _, err := f.WriteAt(ctx, p, half+100); err != nil {
+			t.Fatal(err)
+		}
+		copy(data[half+100:], p)
+		if err := f.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readSeq(f, half, 2*half, 100003)
+		if err != nil || !bytes.Equal(got, data[half:]) {
+			t.Fatalf("round %d: second half after flush: %v, equal %v", round, err, bytes.Equal(got, data[half:]))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// A new handle sees what the last round wrote.
+	g, err := conn.Client.Open(ctx, f.Attr().Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSeq(g, 0, 2*half, 1<<20)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("reopened: %v, equal %v", err, bytes.Equal(got, data))
+	}
+}
