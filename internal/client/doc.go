@@ -15,6 +15,10 @@
 // rewritten in place (read repair). Losing more than m fragments of a stripe
 // is reported as ErrDataLoss naming the file and the stripe.
 //
+// Every stripe is read and repaired with its own scheme (the record's K):
+// a small file's stripe 0 is written as a mirror of 1+M copies, and a
+// stripe may be narrower than the pool (smallfile.go says how and why).
+//
 // Whole-file Put is atomic: it writes a hidden temporary file in the target
 // directory and renames it over the target, so readers see either the old
 // or the new content.

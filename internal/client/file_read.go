@@ -107,7 +107,7 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 	b := pool.get()
 	shards, err := c.readStripe(ctx, lay, ino, rec, b, name)
 	if err == nil {
-		e.data = erasure.Join(make([]byte, 0, rec.Len), shards, lay.K, int(rec.Len))
+		e.data = erasure.Join(make([]byte, 0, rec.Len), shards, len(shards), int(rec.Len))
 	}
 	pool.put(b)
 	e.err = err
