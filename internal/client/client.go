@@ -81,6 +81,8 @@ type Client struct {
 	bufs    pools    // fragment buffers per geometry
 	flats   flatPool // whole-stripe byte buffers
 
+	small smallFiles // when writes last fetched the map (smallfile.go)
+
 	mu struct {
 		sync.Mutex
 		m      *clustermap.Map

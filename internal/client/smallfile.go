@@ -3,7 +3,10 @@ package client
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
+	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 )
 
@@ -40,7 +43,7 @@ func (c *Client) writeLayout(ctx context.Context, lay meta.Layout, stripe uint64
 	if stripe != 0 || lay.K == 1 || l > int(lay.Unit) {
 		return lay
 	}
-	m, err := c.Map(ctx)
+	m, err := c.smallFileMap(ctx)
 	if err != nil {
 		return lay // placeAndWrite reports the error
 	}
@@ -50,6 +53,32 @@ func (c *Client) writeLayout(ctx context.Context, lay meta.Layout, stripe uint64
 	}
 	lay.K, lay.Mirror = 1, true
 	return lay
+}
+
+// thresholdMaxAge bounds how long a client writes small files with a map
+// older than that: the client otherwise keeps its map until a drive error,
+// and a mount would never see `poolfs pool set small-file-threshold`.
+const thresholdMaxAge = 5 * time.Second
+
+// smallFiles remembers when writeLayout last fetched the map.
+type smallFiles struct {
+	mu      sync.Mutex
+	fetched time.Time
+}
+
+// smallFileMap returns the current map, fetched again when the last fetch
+// for small files is older than thresholdMaxAge (one RPC per interval).
+func (c *Client) smallFileMap(ctx context.Context) (*clustermap.Map, error) {
+	c.small.mu.Lock()
+	stale := time.Since(c.small.fetched) > thresholdMaxAge
+	if stale {
+		c.small.fetched = time.Now()
+	}
+	c.small.mu.Unlock()
+	if stale {
+		return c.RefreshMap(ctx)
+	}
+	return c.Map(ctx)
 }
 
 // recordLayout returns the layout a committed stripe was written with: the
