@@ -30,11 +30,12 @@ import (
 //     width w < W uses the first w drives of its PG's set. Rebuild keeps it
 //     on w distinct drives of that set.
 //
-// A mirror is Reed-Solomon with one data shard: every parity row of the
-// generator matrix is a non-zero constant, and klauspost/reedsolomon builds
-// it so that the constant is 1, so the parity fragments are literal copies
-// of the data fragment (TestMirrorIsCopies checks it); any one surviving
-// copy reconstructs the stripe through the ordinary decode path.
+// A mirror is Reed-Solomon with one data shard. With k = 1 each parity
+// shard is the data shard times one coefficient of the generator matrix;
+// klauspost/reedsolomon's coefficients are 1 there, so the parity
+// fragments are literal copies of the data fragment (internal/erasure
+// TestMirrorIsCopies checks it, for 1+1 to 1+4), and any one surviving copy
+// reconstructs the stripe through the ordinary decode path.
 
 // writeLayout returns the layout stripe stripe of a file with layout lay is
 // written with when it holds l user bytes: lay itself, or for a small
