@@ -27,3 +27,10 @@ func (in Input) scheme(s Stripe) (k, m int, ok bool) {
 	m = len(s.Drives) - k
 	return k, m, k >= 1 && m >= 0 && len(s.Drives) <= in.K+in.M
 }
+
+// dataK returns the number of fragments a reconstruct of s reads: its own
+// K, or in.K for a stripe recorded without one.
+func (in Input) dataK(s Stripe) int {
+	k, _, _ := in.scheme(s)
+	return k
+}

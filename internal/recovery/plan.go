@@ -106,20 +106,19 @@ func Make(in Input) Plan {
 	p := Plan{Reads: map[placement.DriveID]int{}, Writes: map[placement.DriveID]int{}}
 	type draft struct {
 		s     Stripe
-		k     int
 		lost  []int
 		moved []int
 	}
 	var drafts []draft
 	for _, s := range in.Stripes {
-		k, m, ok := in.scheme(s) // narrow.go
+		_, m, ok := in.scheme(s) // narrow.go
 		if !ok {
 			p.Unrecoverable = append(p.Unrecoverable, s)
 			continue
 		}
 		set := pgSet(in, s.PG)
 		var d draft
-		d.s, d.k = s, k
+		d.s = s
 		for i, id := range s.Drives {
 			switch {
 			case !in.Up[id]:
@@ -173,7 +172,7 @@ func Make(in Input) Plan {
 				t.Sources = append(t.Sources, Source{i, d.s.Drives[i]})
 			}
 		} else {
-			t.Sources = chooseSources(d.k, d.s.Drives, in.Up, p.Reads, p.Writes)
+			t.Sources = chooseSources(in.dataK(d.s), d.s.Drives, in.Up, p.Reads, p.Writes)
 		}
 		for _, src := range t.Sources {
 			p.Reads[src.Drive]++
