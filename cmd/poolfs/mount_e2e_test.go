@@ -154,8 +154,8 @@ func TestSetstripe(t *testing.T) {
 	dir := t.TempDir()
 	startUp(t, dir, "--drives", "12", "--scheme", "8+2", "--unit", "64K", "--drive-size", "1G")
 	run(t, "mkdir", "-c", dir, "/s")
-	if out, err := exec.Command(binary, "setstripe", "-c", dir, "/s", "--scheme", "4+2").CombinedOutput(); err == nil {
-		t.Fatalf("setstripe 4+2 on an 8+2 pool succeeded: %s", out)
+	if out, err := exec.Command(binary, "setstripe", "-c", dir, "/s", "--scheme", "9+2").CombinedOutput(); err == nil {
+		t.Fatalf("setstripe 9+2 on an 8+2 pool succeeded: %s", out)
 	}
 	out := run(t, "setstripe", "-c", dir, "/s", "--unit", "256K", "--scheme", "7+3")
 	if !strings.Contains(out, "ec 7+3, unit 256.0 KiB") {

@@ -109,12 +109,15 @@ func addPoolSet(root *cobra.Command, g *globals) {
 func poolSetCmd(g *globals) *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
-		Use:   "set rebuild-priority " + strings.Join(clustermap.Priorities, "|"),
+		Use:   "set rebuild-priority " + strings.Join(clustermap.Priorities, "|") + " | set small-file-threshold SIZE",
 		Short: "Change a pool setting; rebuild-priority takes effect during a running rebuild",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "small-file-threshold" {
+				return setSmallFileThreshold(cmd, g, pool, args[1]) // stripe.go
+			}
 			if args[0] != "rebuild-priority" {
-				return fmt.Errorf("unknown setting %q: want rebuild-priority", args[0])
+				return fmt.Errorf("unknown setting %q: want rebuild-priority or small-file-threshold", args[0])
 			}
 			if _, err := clustermap.ParsePriority(args[1]); err != nil {
 				return err

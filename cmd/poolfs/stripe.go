@@ -12,14 +12,20 @@ import (
 
 func setstripeCmd(g *globals) *cobra.Command {
 	var unit, scheme string
+	var mirror int
 	cmd := &cobra.Command{
 		Use:   "setstripe DIR",
-		Short: "Set the layout (stripe unit, erasure scheme) that files created under DIR get",
+		Short: "Set the layout (stripe unit, erasure scheme or mirror) that files created under DIR get",
 		Long: `Set the default layout of a directory: files and directories created in it from
-now on inherit it; existing files keep theirs. The pool stays the directory's pool;
-K+M must fit the pool (today: equal its stripe width, the drives of a placement group).`,
+now on inherit it; existing files keep theirs. The pool stays the directory's pool.
+--scheme K+M erasure-codes stripes over K+M drives, --mirror N keeps N copies; either
+may be narrower than the pool's stripe width (the drives of a placement group): a
+narrow stripe uses the first K+M drives of its placement group.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if scheme != "" && mirror != 0 {
+				return fmt.Errorf("setstripe: --scheme and --mirror exclude each other")
+			}
 			ctx := cmd.Context()
 			conn, err := g.connect(ctx)
 			if err != nil {
@@ -41,11 +47,17 @@ K+M must fit the pool (today: equal its stripe width, the drives of a placement 
 				}
 				l.Unit = uint32(n)
 			}
-			if scheme != "" {
+			switch {
+			case scheme != "":
 				if l.K, l.M, err = cluster.ParseScheme(scheme); err != nil {
 					return err
 				}
 				l.Mirror = false
+			case mirror != 0:
+				if mirror < 1 {
+					return fmt.Errorf("--mirror %d: want at least 1 copy", mirror)
+				}
+				l.K, l.M, l.Mirror = 1, mirror-1, true
 			}
 			if err := l.Validate(); err != nil {
 				return fmt.Errorf("setstripe %s: %w", args[0], err)
@@ -58,12 +70,9 @@ K+M must fit the pool (today: equal its stripe width, the drives of a placement 
 			if err != nil {
 				return err
 			}
-			if width := p.K + p.M; l.Width() != width {
-				return fmt.Errorf("setstripe %s: scheme %d+%d: pool %q places stripes on %d drives (%d+%d); K+M must be %d",
-					args[0], l.K, l.M, p.Name, width, p.K, p.M, width)
-			}
-			if l.Width() > len(p.Drives) {
-				return fmt.Errorf("setstripe %s: scheme %d+%d needs %d drives, pool %q has %d", args[0], l.K, l.M, l.Width(), p.Name, len(p.Drives))
+			if width := p.K + p.M; l.Width() > width {
+				return fmt.Errorf("setstripe %s: %s: pool %q places stripes on %d drives (%d+%d); a layout may use at most %d",
+					args[0], schemeString(l.K, l.M, l.Mirror), p.Name, width, p.K, p.M, width)
 			}
 			if err := conn.Meta.SetLayout(ctx, a.Ino, l); err != nil {
 				return fmt.Errorf("setstripe %s: %w", args[0], err)
@@ -73,14 +82,16 @@ K+M must fit the pool (today: equal its stripe width, the drives of a placement 
 		},
 	}
 	cmd.Flags().StringVar(&unit, "unit", "", "stripe unit: bytes of one data fragment, e.g. 1M (default: keep)")
-	cmd.Flags().StringVar(&scheme, "scheme", "", "erasure scheme K+M, e.g. 8+2 (default: keep)")
+	cmd.Flags().StringVar(&scheme, "scheme", "", "erasure scheme K+M, e.g. 8+2 or 4+2 (default: keep)")
+	cmd.Flags().IntVar(&mirror, "mirror", 0, "keep N copies of every stripe instead of erasure coding")
 	return cmd
 }
 
 func getstripeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "getstripe PATH",
-		Short: "Print the layout of a file or directory (for files also the stripes written)",
+		Short: "Print the layout of a file or directory (for files also the stripes written and their schemes)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -94,25 +105,74 @@ func getstripeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Printf("%s: %s\n", args[0], layoutString(a.Layout))
-			if a.Type == meta.TypeFile {
-				recs, err := conn.Meta.Stripes(ctx, a.Ino, 0, ^uint64(0))
-				if err != nil {
-					return err
+			if a.Type != meta.TypeFile {
+				return nil
+			}
+			recs, err := conn.Meta.Stripes(ctx, a.Ino, 0, ^uint64(0))
+			if err != nil {
+				return err
+			}
+			sb := uint64(client.StripeBytes(a.Layout))
+			fmt.Printf("size %d, stripes %d of %d (%d bytes each; holes are not stored)\n",
+				a.Size, len(recs), (a.Size+sb-1)/sb, sb)
+			for i, r := range recs {
+				if i >= 8 && !all {
+					fmt.Printf("... %d more (--all lists them)\n", len(recs)-i)
+					break
 				}
-				sb := uint64(client.StripeBytes(a.Layout))
-				fmt.Printf("size %d, stripes %d of %d (%d bytes each; holes are not stored)\n",
-					a.Size, len(recs), (a.Size+sb-1)/sb, sb)
+				fmt.Printf("stripe %d: %s\n", r.Stripe, stripeString(a.Layout, r))
 			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "list every stripe (default: the first 8)")
+	return cmd
+}
+
+// setSmallFileThreshold is `poolfs pool set small-file-threshold SIZE`.
+func setSmallFileThreshold(cmd *cobra.Command, g *globals, pool, size string) error {
+	n, err := parseSize(size)
+	if err != nil || n < 0 {
+		return fmt.Errorf("small-file-threshold %q: want a size such as 64K, or 0 to turn mirroring of small files off", size)
+	}
+	conn, err := g.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if pool == "" {
+		m, err := conn.Mgmt.Map(cmd.Context())
+		if err != nil {
+			return err
+		}
+		pool = m.Pools[0].Name
+	}
+	if err := conn.Mgmt.SetSmallFileThreshold(cmd.Context(), pool, n); err != nil {
+		return err
+	}
+	fmt.Printf("pool %s: small-file threshold %s\n", pool, human(n))
+	return nil
 }
 
 // layoutString prints a layout as `getstripe` shows it.
 func layoutString(l meta.Layout) string {
-	scheme := fmt.Sprintf("ec %d+%d", l.K, l.M)
-	if l.Mirror {
-		scheme = fmt.Sprintf("mirror %d", 1+l.M)
+	return fmt.Sprintf("pool %d, %s, unit %s, stripe %s", l.Pool, schemeString(l.K, l.M, l.Mirror), human(int64(l.Unit)), human(client.StripeBytes(l)))
+}
+
+// stripeString prints one stripe record: its own scheme, which differs from
+// the file's for a small file's mirrored stripe.
+func stripeString(l meta.Layout, r meta.StripeRec) string {
+	k, m := r.Scheme(l.K)
+	s := schemeString(k, m, k == 1 && m > 0)
+	if k == 1 && m > 0 && !l.Mirror {
+		s += " (small file)"
 	}
-	return fmt.Sprintf("pool %d, %s, unit %s, stripe %s", l.Pool, scheme, human(int64(l.Unit)), human(client.StripeBytes(l)))
+	return fmt.Sprintf("%s, gen %d, pg %d, %d bytes, shard %s, drives %v", s, r.Gen, r.PG, r.Len, human(int64(r.ShardSize)), r.Drives)
+}
+
+func schemeString(k, m int, mirror bool) string {
+	if mirror {
+		return fmt.Sprintf("mirror %d", 1+m)
+	}
+	return fmt.Sprintf("ec %d+%d", k, m)
 }

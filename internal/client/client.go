@@ -94,6 +94,8 @@ type Client struct {
 	// (file_async.go).
 	writeBehind chan struct{}
 
+	small smallFiles // when writes last fetched the map (smallfile.go)
+
 	mu struct {
 		sync.Mutex
 		m      *clustermap.Map

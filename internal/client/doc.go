@@ -27,6 +27,10 @@
 // a read that overlaps the File's unflushed writes is done with the mutex
 // held and lays them over the committed bytes.
 //
+// Every stripe is read and repaired with its own scheme (the record's K):
+// a small file's stripe 0 is written as a mirror of 1+M copies, and a
+// stripe may be narrower than the pool (smallfile.go says how and why).
+//
 // Whole-file Put is atomic: it writes a hidden temporary file in the target
 // directory and renames it over the target, so readers see either the old
 // or the new content.

@@ -18,6 +18,10 @@ import (
 // corrupt fragments are reconstructed from parity and rewritten (read
 // repair). name is used in errors.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
+	lay, err := recordLayout(lay, rec) // smallfile.go: the stripe's own scheme
+	if err != nil {
+		return nil, err
+	}
 	k, width := lay.K, lay.K+lay.M
 	if len(rec.Drives) != width {
 		return nil, fmt.Errorf("%w: %s stripe %d: record has %d drives, layout %d+%d",

@@ -39,13 +39,14 @@ func newGen(after uint64) uint64 {
 // not commit. On error, fragments already written are deleted (best effort;
 // the collector removes what is left).
 func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, l int) (meta.StripeRec, error) {
+	lay = c.writeLayout(ctx, lay, stripe, l) // smallfile.go: a small file's stripe 0 is a mirror
 	cd, err := c.codec(lay.K, lay.M)
 	if err != nil {
 		return meta.StripeRec{}, err
 	}
 	s := erasure.ShardSize(l, lay.K, int(lay.Unit))
 	b.relayout(lay.K, l, s)
-	if err := cd.Encode(b.shards(s)); err != nil {
+	if err := cd.Encode(b.shards(s)[:lay.K+lay.M]); err != nil {
 		return meta.StripeRec{}, fmt.Errorf("encode stripe %d of inode %d: %w", stripe, ino, err)
 	}
 	rec, err := c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)
@@ -79,12 +80,13 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	}
 	pg := placement.PGOf(lay.Pool, uint64(ino), stripe, len(pm.Sets))
 	set := pm.Sets[pg]
-	if len(set) != lay.K+lay.M {
+	if len(set) < lay.K+lay.M {
 		return meta.StripeRec{}, fmt.Errorf("client: PG %d of pool %d has %d drives, layout needs %d+%d",
 			pg, lay.Pool, len(set), lay.K, lay.M)
 	}
+	set = set[:lay.K+lay.M] // a narrow stripe uses the first K+M drives of its PG
 	rec := meta.StripeRec{Stripe: stripe, Gen: newGen(oldGen), PG: pg, Len: uint32(l), ShardSize: uint32(s),
-		Drives: make([]uint32, len(set))}
+		Drives: make([]uint32, len(set)), K: lay.K}
 	for i, d := range set {
 		rec.Drives[i] = uint32(d)
 	}

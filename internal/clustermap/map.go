@@ -55,6 +55,11 @@ type Pool struct {
 	// RebuildPriority trades rebuild speed against client I/O: one of
 	// Priorities; "" means medium.
 	RebuildPriority string `json:"rebuild_priority,omitempty"`
+	// SmallFileThreshold: files smaller than this many bytes are mirrored
+	// rather than erasure-coded; nil means DefaultSmallFileThreshold, 0
+	// disables. Replaced, never mutated in place (Clone shares it). See
+	// SmallFileLimit (smallfile.go).
+	SmallFileThreshold *int64 `json:"small_file_threshold,omitempty"`
 }
 
 // Map is the cluster map at one epoch.

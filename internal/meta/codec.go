@@ -12,6 +12,11 @@ import (
 
 const codecV1 = 1
 
+// codecV2 is the stripe record format that carries the stripe's own data
+// fragment count (StripeRec.K) after the drives. Stripe records of format 1
+// decode with K = 0 ("the layout's K"); other records are format 1.
+const codecV2 = 2
+
 // inode is the stored inode record: the attributes plus the parent of a
 // directory (for rename loop checks and ".."). Ino is not stored; it is the key.
 type inode struct {
@@ -212,14 +217,21 @@ type storedStripe struct {
 func (s *storedStripe) raw() int64 { return int64(s.ShardSize) * int64(len(s.Drives)) }
 
 func encodeStripe(s *storedStripe) []byte {
-	e := enc{b: make([]byte, 0, 24+5*len(s.Drives))}
-	e.byte1(codecV1)
+	e := enc{b: make([]byte, 0, 26+5*len(s.Drives))}
+	if s.K == 0 {
+		e.byte1(codecV1) // no scheme of its own: keep the old format
+	} else {
+		e.byte1(codecV2)
+	}
 	e.uv(s.Gen)
 	e.uv(uint64(s.PG))
 	e.uv(uint64(s.Len))
 	e.uv(uint64(s.ShardSize))
 	e.uv(uint64(s.Pool))
 	e.u32s(s.Drives)
+	if s.K != 0 {
+		e.uv(uint64(s.K))
+	}
 	return e.b
 }
 
@@ -227,13 +239,22 @@ func decodeStripe(stripe uint64, b []byte) (storedStripe, error) {
 	d := dec{b: b}
 	var s storedStripe
 	s.Stripe = stripe
-	d.version()
+	v := d.byte1()
+	if d.err == nil && v != codecV1 && v != codecV2 {
+		d.fail("format version")
+	}
 	s.Gen = d.u64()
 	s.PG = d.u32()
 	s.Len = d.u32()
 	s.ShardSize = d.u32()
 	s.Pool = d.u32()
 	s.Drives = d.u32s(MaxDrives)
+	if v == codecV2 {
+		s.K = int(d.uv(MaxDrives))
+		if d.err == nil && (s.K < 1 || s.K > len(s.Drives)) {
+			d.fail("stripe data fragment count")
+		}
+	}
 	return s, d.end(fmt.Sprintf("stripe %d", stripe))
 }
 

@@ -45,6 +45,10 @@ func FuzzDecodeDirent(f *testing.F) {
 func FuzzDecodeStripe(f *testing.F) {
 	f.Add(encodeStripe(&storedStripe{StripeRec: StripeRec{Gen: 3, PG: 9, Len: 100, ShardSize: 4096, Drives: []uint32{1, 2, 3}}, Pool: 2}))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add(encodeStripe(&storedStripe{StripeRec: StripeRec{Gen: 4, PG: 1, Len: 10, ShardSize: 4096, Drives: []uint32{7, 8, 9}, K: 1}}))
+	f.Add(encodeStripe(&storedStripe{StripeRec: StripeRec{Gen: 5, Len: 1 << 20, ShardSize: 1 << 18, Drives: []uint32{1, 2, 3, 4, 5, 6}, K: 4}, Pool: 1}))
+	f.Add([]byte{2, 1, 0, 0, 0, 0, 1, 3, 2}) // K larger than the drives
+	f.Add([]byte{2, 1, 0, 0, 0, 0, 1, 3, 0}) // K = 0 in format 2
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeStripe(5, b)
 		if err != nil {
@@ -52,6 +56,9 @@ func FuzzDecodeStripe(f *testing.F) {
 		}
 		if len(s.Drives) > MaxDrives {
 			t.Fatalf("%d drives", len(s.Drives))
+		}
+		if s.K < 0 || s.K > len(s.Drives) || (b[0] == codecV2) != (s.K != 0) {
+			t.Fatalf("format %d decoded K=%d of %d drives", b[0], s.K, len(s.Drives))
 		}
 		if s2, err := decodeStripe(5, encodeStripe(&s)); err != nil || !reflect.DeepEqual(s, s2) {
 			t.Fatalf("round trip: %+v != %+v (%v)", s2, s, err)

@@ -74,6 +74,13 @@
 // way, and ReplaceStripeDrives moves fragments of a committed generation
 // (rebuild) with a compare-and-set on its generation.
 //
+// A stripe record carries its own scheme: StripeRec.K data fragments, the
+// rest of its drives parity (record format 2). It may be narrower than the
+// file's layout, never wider: a small file's stripe 0 is a mirror (K = 1)
+// while the file's layout stays erasure-coded, and the next generation of
+// that stripe may have another scheme. Records of format 1 (K = 0) have
+// the layout's scheme (StripeRec.Scheme).
+//
 // # Invariants
 //
 //   - Every dirent names an existing inode; an inode with nlink > 0 has

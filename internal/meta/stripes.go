@@ -85,9 +85,8 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 		olds := make([]storedStripe, len(commits))
 		var conflicts []uint64
 		for i, c := range commits {
-			if len(c.Rec.Drives) != n.Layout.Width() || uint64(c.Rec.Len) > n.Layout.StripeBytes() {
-				return fmt.Errorf("stripe %d: %d drives, len %d for layout %d+%d: %w",
-					c.Rec.Stripe, len(c.Rec.Drives), c.Rec.Len, n.Layout.K, n.Layout.M, ErrInvalid)
+			if err := c.Rec.fits(n.Layout); err != nil {
+				return err
 			}
 			old, ok, err := o.stripe(ino, c.Rec.Stripe)
 			if err != nil {

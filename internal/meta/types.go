@@ -102,6 +102,43 @@ type StripeRec struct {
 	Len       uint32 // user bytes in the stripe
 	ShardSize uint32
 	Drives    []uint32 // k+m drive ids, fragment i on Drives[i]
+	// K is the number of data fragments of this stripe; the others of
+	// Drives are parity, so the stripe's scheme is K+(len(Drives)-K). A
+	// stripe may be narrower than its file's layout (a small file's mirrored
+	// stripe 0 is 1+M). 0 means "the file layout's K": records committed
+	// before stripes carried their own scheme. Use Scheme.
+	K int
+}
+
+// Scheme returns the stripe's data and parity fragment counts, taking K
+// from layoutK when the record predates per-stripe schemes (K == 0).
+func (r StripeRec) Scheme(layoutK int) (k, m int) {
+	k = r.K
+	if k == 0 {
+		k = layoutK
+	}
+	return k, len(r.Drives) - k
+}
+
+// fits checks a record against its file's layout: a stripe has the
+// layout's scheme or a narrower one (at least one data fragment, no more
+// drives than the layout, no more parity than it has drives), and holds at
+// most its data fragments' worth of the layout's unit.
+func (r StripeRec) fits(l Layout) error {
+	k, m := r.Scheme(l.K)
+	if k < 1 || m < 0 || k+m > l.Width() || uint64(r.Len) > uint64(k)*uint64(l.Unit) ||
+		(r.K == 0 && len(r.Drives) != l.Width()) {
+		return fmt.Errorf("stripe %d: %d+%d on %d drives, len %d for layout %d+%d: %w",
+			r.Stripe, k, m, len(r.Drives), r.Len, l.K, l.M, ErrInvalid)
+	}
+	return nil
+}
+
+// Mirrored reports whether the stripe is a mirror: one data fragment whose
+// parity fragments are copies of it.
+func (r StripeRec) Mirrored(layoutK int) bool {
+	k, m := r.Scheme(layoutK)
+	return k == 1 && m > 0
 }
 
 // StripeCommit is one stripe of a CommitStripes call.

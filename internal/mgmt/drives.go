@@ -261,6 +261,7 @@ func (s *Service) registerDrives(r *rpc.Server) {
 	handle("mgmt.SetRebuildPriority", func(ctx context.Context, a DriveArgs) (any, error) {
 		return nil, s.SetRebuildPriority(ctx, a.Pool, a.Value)
 	})
+	handle("mgmt.SetSmallFileThreshold", s.handleSmallFileThreshold) // smallfile.go
 	r.Handle("mgmt.DriveFault", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a storage.FaultArgs
 		if err := json.Unmarshal(req.Args, &a); err != nil {

@@ -259,7 +259,7 @@ func (s *Service) scanPG(ctx context.Context, pool, pg uint32) ([]recovery.Strip
 			if len(rs) != 1 || rs[0].Gen != r.Gen {
 				continue // rewritten or removed since the index was read
 			}
-			st := recovery.Stripe{Ino: uint64(r.Ino), Stripe: r.Stripe, Gen: r.Gen, PG: rs[0].PG}
+			st := recovery.Stripe{Ino: uint64(r.Ino), Stripe: r.Stripe, Gen: r.Gen, PG: rs[0].PG, K: rs[0].K}
 			for _, d := range rs[0].Drives {
 				st.Drives = append(st.Drives, placement.DriveID(d))
 			}
@@ -445,7 +445,8 @@ func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clusterm
 	if err != nil {
 		return err
 	}
-	a := &storage.ReconstructArgs{Ino: t.Stripe.Ino, Stripe: t.Stripe.Stripe, Gen: t.Stripe.Gen, K: pool.K, M: pool.M,
+	k, par := rec.Scheme(pool.K) // the stripe's own scheme: a small file's mirror, a narrow layout
+	a := &storage.ReconstructArgs{Ino: t.Stripe.Ino, Stripe: t.Stripe.Stripe, Gen: t.Stripe.Gen, K: k, M: par,
 		Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize, Share: share}
 	for _, src := range t.Sources {
 		a.Sources = append(a.Sources, storage.FragmentAt{Index: src.Index, Drive: src.Drive})

@@ -182,8 +182,8 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 	sc.mu.st.Stripes = len(stripes)
 	sc.mu.Unlock()
 	s.event(ctx, EventScrubStart, "pool/"+pool.Name, fmt.Sprintf("epoch %d: %d stripes to check", m.Epoch, len(stripes)), 0)
-	cd, err := erasure.NewCodec(pool.K, pool.M)
-	if err != nil {
+	cds := &codecs{}
+	if _, err := cds.get(pool.K, pool.M); err != nil {
 		return err
 	}
 	// Each stripe reads all k+m drives: keep about depth stripes per drive.
@@ -236,7 +236,7 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := s.scrubStripe(ctx, cd, pool, stripes[i], recs[i])
+			r := s.scrubStripe(ctx, cds, pool, stripes[i], recs[i])
 			sc.mu.Lock()
 			st := &sc.mu.st
 			st.Checked++
@@ -300,14 +300,50 @@ type scrubResult struct {
 	skipped, unrecoverable          bool
 }
 
+// codecs holds one codec per stripe scheme met in a scrub pass: stripes
+// carry their own scheme (a small file's mirror 1+M, a narrow layout).
+type codecs struct {
+	mu sync.Mutex
+	m  map[[2]int]*erasure.Codec
+}
+
+func (c *codecs) get(k, m int) (*erasure.Codec, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cd := c.m[[2]int{k, m}]; cd != nil {
+		return cd, nil
+	}
+	cd, err := erasure.NewCodec(k, m)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = map[[2]int]*erasure.Codec{}
+	}
+	c.m[[2]int{k, m}] = cd
+	return cd, nil
+}
+
 // scrubStripe reads every fragment of one stripe, classifies the bad ones
-// and rewrites them. A stripe that changed since the scan (rewritten, or
-// moved by a rebuild) or has a fragment on a drive that is not up is
-// skipped: the collector and the rebuild own those.
-func (s *Service) scrubStripe(ctx context.Context, cd *erasure.Codec, pool *clustermap.Pool, st recovery.Stripe, rec meta.StripeRec) scrubResult {
+// and rewrites them, checking parity with the stripe's own scheme (for a
+// mirror: that the copies agree; one differing copy is outvoted). A stripe
+// that changed since the scan (rewritten, or moved by a rebuild) or has a
+// fragment on a drive that is not up is skipped: the collector and the
+// rebuild own those.
+func (s *Service) scrubStripe(ctx context.Context, cds *codecs, pool *clustermap.Pool, st recovery.Stripe, rec meta.StripeRec) scrubResult {
 	var r scrubResult
+	k, par := rec.Scheme(pool.K)
+	if k < 1 || par < 0 || k+par > pool.K+pool.M {
+		r.skipped = true
+		return r
+	}
+	cd, err := cds.get(k, par)
+	if err != nil {
+		r.skipped = true
+		return r
+	}
 	m, err := s.Map(ctx)
-	if err != nil || len(rec.Drives) != pool.K+pool.M {
+	if err != nil {
 		r.skipped = true
 		return r
 	}
@@ -317,7 +353,7 @@ func (s *Service) scrubStripe(ctx context.Context, cd *erasure.Codec, pool *clus
 			return r
 		}
 	}
-	width, sz := pool.K+pool.M, int(rec.ShardSize)
+	width, sz := k+par, int(rec.ShardSize)
 	shards := make([][]byte, width)
 	kinds := make([]error, width) // why fragment i is bad, nil if good
 	var wg sync.WaitGroup
@@ -369,7 +405,7 @@ func (s *Service) scrubStripe(ctx context.Context, cd *erasure.Codec, pool *clus
 			r.checksum++
 		}
 	}
-	if len(bad) > pool.M {
+	if len(bad) > par {
 		r.unrecoverable = true
 		return r
 	}
@@ -381,7 +417,7 @@ func (s *Service) scrubStripe(ctx context.Context, cd *erasure.Codec, pool *clus
 		return r
 	}
 	for _, i := range bad {
-		if err := s.rewriteFragment(ctx, m, pool, rec, st, i, shards[i]); err != nil {
+		if err := s.rewriteFragment(ctx, m, pool, k, par, rec, st, i, shards[i]); err != nil {
 			s.log.Warn("scrub repair failed", "stripe", st.String(), "index", i, "err", err)
 			continue
 		}
@@ -451,7 +487,7 @@ func (s *Service) readFragment(ctx context.Context, m *clustermap.Map, id placem
 }
 
 // rewriteFragment writes fragment i of a stripe in place on its drive.
-func (s *Service) rewriteFragment(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, rec meta.StripeRec, st recovery.Stripe, i int, shard []byte) error {
+func (s *Service) rewriteFragment(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, k, par int, rec meta.StripeRec, st recovery.Stripe, i int, shard []byte) error {
 	id := placement.DriveID(rec.Drives[i])
 	d, err := s.drives.Drive(m, id)
 	if err != nil {
@@ -461,7 +497,7 @@ func (s *Service) rewriteFragment(ctx context.Context, m *clustermap.Map, pool *
 	key := erasure.FragmentKey{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, Index: uint8(i)}
 	frag := erasure.AlignedBuffer(erasure.FragmentSize(sz))
 	copy(erasure.FragmentShard(frag, sz), shard)
-	erasure.SealFragment(frag, erasure.Header{Key: key, K: pool.K, M: pool.M, Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize})
+	erasure.SealFragment(frag, erasure.Header{Key: key, K: k, M: par, Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize})
 	return d.WriteFragment(ctx, key, frag)
 }
 

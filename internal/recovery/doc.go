@@ -25,7 +25,10 @@
 // are spread over the whole pool; in the grouped layout they are the hot
 // spare. A stripe with more than M lost fragments is Unrecoverable and
 // names the file that lost data; one whose PG has no free drive is Blocked
-// and stays degraded until a drive is added.
+// and stays degraded until a drive is added. Every stripe is judged by its
+// own scheme (Stripe.K, the rest of its drives parity): a small file's
+// mirror or a narrow layout uses only the first drives of its PG's set, and
+// the others are not its missing fragments (narrow.go).
 //
 // # Critical first
 //

@@ -16,6 +16,9 @@ type Stripe struct {
 	Gen    uint64
 	PG     uint32
 	Drives []placement.DriveID
+	// K is the stripe's own number of data fragments, the rest of Drives
+	// being parity; 0 means Input.K (narrow.go).
+	K int
 }
 
 // String names the stripe for logs and scenario files: ino/stripe@pg.
@@ -118,7 +121,6 @@ func (p *Plan) ByLost() map[int]int {
 // even even where the writes are not.
 func Make(in Input) Plan {
 	p := Plan{Reads: map[placement.DriveID]int{}, Writes: map[placement.DriveID]int{}}
-	width := in.K + in.M
 	type draft struct {
 		s     Stripe
 		lost  []int
@@ -126,7 +128,8 @@ func Make(in Input) Plan {
 	}
 	var drafts []draft
 	for _, s := range in.Stripes {
-		if len(s.Drives) != width {
+		_, m, ok := in.scheme(s) // narrow.go
+		if !ok {
 			p.Unrecoverable = append(p.Unrecoverable, s)
 			continue
 		}
@@ -141,7 +144,7 @@ func Make(in Input) Plan {
 				d.moved = append(d.moved, i)
 			}
 		}
-		if len(d.lost) > in.M {
+		if len(d.lost) > m {
 			p.Unrecoverable = append(p.Unrecoverable, s)
 			continue
 		}
@@ -201,7 +204,7 @@ func Make(in Input) Plan {
 				t.Sources = append(t.Sources, Source{i, t.Stripe.Drives[i]})
 			}
 		} else {
-			t.Sources = chooseSources(in.K, t.Stripe.Drives, in.Up, p.Reads, p.Writes)
+			t.Sources = chooseSources(in.dataK(t.Stripe), t.Stripe.Drives, in.Up, p.Reads, p.Writes)
 		}
 		for _, src := range t.Sources {
 			p.Reads[src.Drive]++
@@ -219,7 +222,7 @@ func Make(in Input) Plan {
 			for _, src := range t.Sources {
 				p.Reads[src.Drive]--
 			}
-			t.Sources = chooseSources(in.K, t.Stripe.Drives, in.Up, p.Reads, p.Writes)
+			t.Sources = chooseSources(in.dataK(t.Stripe), t.Stripe.Drives, in.Up, p.Reads, p.Writes)
 			for _, src := range t.Sources {
 				p.Reads[src.Drive]++
 			}
@@ -315,11 +318,11 @@ func Check(in Input) Health {
 			}
 			seen[id] = true
 		}
-		lost += max(0, in.K+in.M-len(s.Drives))
+		_, m, ok := in.scheme(s) // narrow.go: a narrow stripe misses nothing
 		switch {
-		case lost > in.M:
+		case !ok || lost > m:
 			h.Lost++
-		case lost == in.M && lost > 0:
+		case lost == m && lost > 0:
 			h.Critical++
 		case lost > 0:
 			h.Degraded++

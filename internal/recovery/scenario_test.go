@@ -30,7 +30,9 @@ import (
 //
 //	pool K+M drives=N [pgs=P] [layout=grouped spares=S] [domains=AxB]
 //	    drives d00..d(N-1), all up; domains AxB = A servers of B drives
-//	stripes N       N committed stripes written at the current epoch
+//	stripes N [k=K w=W]   N committed stripes written at the current epoch;
+//	                with w, narrow stripes of scheme K+(W-K) on the first W
+//	                drives of their PG (k=1: mirrors of W copies)
 //	stripe INO/S pg=P drives=dAA,dBB,...   one stripe placed by hand
 //	fail dNN...     drives go down (not up); the map moves to a new epoch
 //	up dNN...       drives come back up       add dNN   a new empty drive
@@ -143,11 +145,18 @@ func (s *scenario) run(line string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		k, _ := strconv.Atoi(args["k"])
+		w, _ := strconv.Atoi(args["w"])
+		first := uint64(100 + (len(s.stripes)+63)/64)
 		for j := 0; j < n; j++ {
-			ino, st := uint64(100+j/64), uint64(j%64)
+			ino, st := first+uint64(j/64), uint64(j%64)
 			pg := placement.PGOf(s.pool.ID, ino, st, s.pool.PGs)
 			s.gen++
-			s.stripes = append(s.stripes, Stripe{Ino: ino, Stripe: st, Gen: s.gen, PG: pg, Drives: slices.Clone(s.pm.Sets[pg])})
+			set := s.pm.Sets[pg]
+			if w > 0 {
+				set = set[:w]
+			}
+			s.stripes = append(s.stripes, Stripe{Ino: ino, Stripe: st, Gen: s.gen, PG: pg, Drives: slices.Clone(set), K: k})
 		}
 		return []string{fmt.Sprintf("%d stripes", len(s.stripes))}, nil
 	case "stripe":
@@ -223,7 +232,7 @@ func (s *scenario) run(line string) ([]string, error) {
 			if s.stripes[j].Ino == ino && s.stripes[j].Stripe == st {
 				s.gen++
 				s.stripes[j].Gen = s.gen
-				s.stripes[j].Drives = slices.Clone(s.pm.Sets[s.stripes[j].PG])
+				s.stripes[j].Drives = slices.Clone(s.pm.Sets[s.stripes[j].PG][:len(s.stripes[j].Drives)])
 				return []string{fmt.Sprintf("stripe %d/%d rewritten on %v", ino, st, s.stripes[j].Drives)}, nil
 			}
 		}
