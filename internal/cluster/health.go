@@ -31,7 +31,11 @@ func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
 // healthLoop is the failure detector of an embedded cluster: every
 // HealthInterval it checks each up drive this server owns (its directory
 // still exists, Stat succeeds) and declares failed any drive that reports
-// chunkstore.ErrFailed or whose directory vanished.
+// chunkstore.ErrFailed or whose directory vanished; then it runs the
+// management service's pass (mgmt.Service.CheckDrives), which probes every
+// drive through the storage RPC as clients reach it: a drive that does not
+// answer goes down, one that answers again comes back up, and one down for
+// longer than its pool's grace period is declared failed.
 func (c *Cluster) healthLoop(ctx context.Context) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.Config.HealthInterval)
@@ -42,6 +46,7 @@ func (c *Cluster) healthLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			c.checkDrives(ctx)
+			c.Mgmt.CheckDrives(ctx)
 		}
 	}
 }
