@@ -154,7 +154,7 @@ func TestDownUpWithinGraceResyncs(t *testing.T) {
 	if st := driveState(t, c, away); st != clustermap.StateUp {
 		t.Fatalf("drive back online is %s, want up", st)
 	}
-	waitHealthy(t, c)
+	waitRecovered(t, c)
 	after := scanStripes(t, c)
 	moved := 0
 	for k, s := range after {
@@ -255,7 +255,7 @@ func TestDownPastGraceFails(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	waitHealthy(t, c)
+	waitRecovered(t, c)
 	verifyFiles(t, conn, files)
 	checkBalance(t, c)
 	kinds := eventKinds(t, conn)
@@ -343,7 +343,7 @@ func TestClientCarriesOnWhileDriveDown(t *testing.T) {
 	waitDone(25)
 	close(stop)
 	wg.Wait()
-	waitHealthy(t, c)
+	waitRecovered(t, c)
 	mu.Lock()
 	defer mu.Unlock()
 	verifyFiles(t, conn, maps.Clone(files))
