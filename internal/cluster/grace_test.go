@@ -104,16 +104,40 @@ func TestDownUpWithinGraceResyncs(t *testing.T) {
 		files[p] = randBytes(t, 2*stripeBytes)
 		put(t, conn, p, files[p])
 	}
-	for _, p := range []string{"/f001", "/f002"} {
+	// The old stripes of the rewritten files that have a fragment on the
+	// down drive must wait in the GC queue; everything else is collected.
+	wantStuck := map[stripeKey]bool{}
+	for _, name := range []string{"f001", "f002", "f003"} {
+		a, err := c.Store.Lookup(ctx, meta.RootIno, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, s := range before {
+			if k.ino == uint64(a.Ino) && slices.Contains(s.Drives, away) {
+				wantStuck[k] = true
+			}
+		}
+		p := "/" + name
 		files[p] = randBytes(t, 2*stripeBytes)
 		put(t, conn, p, files[p])
+	}
+	if len(wantStuck) == 0 {
+		t.Fatal("no rewritten stripe had a fragment on the down drive: test too small")
 	}
 	during := scanStripes(t, c)
 	if _, err := c.Mgmt.GC(ctx, mgmt.GCArgs{}); err != nil {
 		t.Fatal(err)
 	}
-	if q, _ := c.Store.GCList(ctx, 0); len(q) == 0 {
-		t.Fatal("GC queue empty while the drive holding rewritten stripes is down")
+	q, err := c.Store.GCList(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := map[stripeKey]bool{}
+	for _, it := range q {
+		stuck[stripeKey{uint64(it.Ino), it.Stripe}] = true
+	}
+	if !maps.Equal(stuck, wantStuck) {
+		t.Fatalf("GC queue while %v is down holds %v, want the rewritten stripes on it %v", away, stuck, wantStuck)
 	}
 	time.Sleep(1500 * time.Millisecond) // a coordinator pass (RebuildInterval 1s)
 	if st := c.Mgmt.Rebuild(); ioSum(st.DriveIO) != 0 || st.Unavailable == 0 {
@@ -138,9 +162,13 @@ func TestDownUpWithinGraceResyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[stripeKey]bool{}
+	writtenAway := 0
 	for k, s := range during {
-		if b, ok := before[k]; (!ok || b.Gen != s.Gen) && slices.Contains(upMap.Sets[s.PG], away) {
-			want[k] = true
+		if b, ok := before[k]; !ok || b.Gen != s.Gen {
+			writtenAway++
+			if slices.Contains(upMap.Sets[s.PG], away) {
+				want[k] = true
+			}
 		}
 	}
 	if len(want) == 0 {
@@ -223,7 +251,8 @@ func TestDownUpWithinGraceResyncs(t *testing.T) {
 		strings.Contains(kinds, mgmt.EventDriveFailed) {
 		t.Fatalf("events %q: want drive.down and drive.up, no drive.failed", kinds)
 	}
-	t.Logf("%d stripes before, %d written while away, %d moved back", len(before), len(during)-len(before)+2, moved)
+	t.Logf("%d stripes before, %d written while away, %d moved back; %d stale generations waited for the drive",
+		len(before), writtenAway, moved, len(wantStuck))
 }
 
 // TestDownPastGraceFails: a drive that stays unreachable past its pool's
