@@ -71,16 +71,18 @@ func (c *Cluster) checkDrives(ctx context.Context) {
 
 // driveProblem returns why a drive is unusable, or "".
 func (c *Cluster) driveProblem(ctx context.Context, d clustermap.Drive) string {
+	// A drive the server does not serve yet (a new drive between its map
+	// epoch and its opening) has no directory yet: nothing to check.
+	drv, err := c.storage.Drive(d.ID)
+	if err != nil {
+		return ""
+	}
 	p := d.Path
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(c.Config.Dir, p)
 	}
 	if _, err := os.Stat(filepath.Join(p, "frags")); err != nil {
 		return fmt.Sprintf("drive directory %s is gone: %v", p, err)
-	}
-	drv, err := c.storage.Drive(d.ID)
-	if err != nil {
-		return ""
 	}
 	if _, err := drv.Stat(ctx); errors.Is(err, chunkstore.ErrFailed) {
 		return fmt.Sprintf("I/O errors: %v", err)

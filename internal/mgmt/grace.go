@@ -22,9 +22,11 @@ const (
 	EventDownGrace = "pool.down-grace"
 )
 
-// probeTimeout bounds one reachability probe: a drive that does not answer
-// a Stat within it is unreachable.
-const probeTimeout = 5 * time.Second
+// probeTimeout bounds one reachability probe. A probe that times out does
+// not mark a drive down: a server busy with a rebuild may answer slowly, and
+// a false "down" would move data for nothing. Only a definite answer does:
+// the drive says it is offline, or its server refuses or drops connections.
+const probeTimeout = 10 * time.Second
 
 // unreachable reports whether err means that a drive does not answer for
 // now (as opposed to answering with I/O errors).
@@ -169,7 +171,7 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	switch {
 	case perr == nil && d.State == clustermap.StateDown:
 		err = s.DriveUp(ctx, id, "answers again")
-	case perr != nil && d.State == clustermap.StateUp && (unreachable(perr) || errors.Is(perr, context.DeadlineExceeded)):
+	case perr != nil && d.State == clustermap.StateUp && unreachable(perr):
 		err = s.DriveDown(ctx, id, fmt.Sprintf("does not answer: %v", perr))
 	case errors.Is(perr, chunkstore.ErrFailed):
 		err = s.FailDrive(ctx, id, fmt.Sprintf("I/O errors: %v", perr))
