@@ -89,9 +89,22 @@ func driveAddCmd(g *globals) *cobra.Command {
 
 func driveFaultCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "fault ID fail|heal|corrupt FRACTION|slow DURATION",
-		Short: "Inject a fault into an emulated drive: I/O errors, silent bit flips in a fraction of reads, slowness",
-		Args:  cobra.RangeArgs(2, 3),
+		Use:   "fault ID fail|heal|offline|online|corrupt FRACTION|slow DURATION",
+		Short: "Inject a fault into an emulated drive: I/O errors, unreachable for a while, silent bit flips in a fraction of reads, slowness",
+		Long: `Inject a fault into an emulated drive.
+
+  fail      every I/O returns an error: the drive is declared failed and rebuilt
+  heal      undo fail (a drive already declared failed stays failed)
+  offline   the drive stops answering, as when its server restarts or a cable
+            is pulled: it is marked down, not failed; reads reconstruct, new
+            stripes go elsewhere, nothing is rebuilt. Unless it comes back
+            within the pool's down-grace (poolfs pool set down-grace, default
+            10m) it is then declared failed and rebuilt.
+  online    the drive answers again: it is marked up, and only the stripes
+            written while it was away are copied back onto it
+  corrupt F flip one bit in a fraction F of reads (read repair fixes them)
+  slow D    add delay D to every I/O`,
+		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := placement.ParseDriveID(args[0])
 			if err != nil {
@@ -113,9 +126,9 @@ func driveFaultCmd(g *globals) *cobra.Command {
 				if a.Delay, err = time.ParseDuration(args[2]); err != nil || a.Delay < 0 {
 					return fmt.Errorf("duration %q: want e.g. 20ms", args[2])
 				}
-			case "fail", "heal":
+			case "fail", "heal", "offline", "online":
 			default:
-				return fmt.Errorf("fault %q: want fail, heal, corrupt FRACTION or slow DURATION", a.Op)
+				return fmt.Errorf("fault %q: want fail, heal, offline, online, corrupt FRACTION or slow DURATION", a.Op)
 			}
 			conn, err := g.connect(cmd.Context())
 			if err != nil {
@@ -126,6 +139,13 @@ func driveFaultCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Printf("drive %v: %s injected\n", id, a.Op)
+			if a.Op == "offline" || a.Op == "online" {
+				if m, err := conn.Mgmt.Map(cmd.Context()); err == nil {
+					if d, err := m.Drive(id); err == nil {
+						fmt.Printf("drive %v is %s at map epoch %d\n", id, d.State, m.Epoch)
+					}
+				}
+			}
 			return nil
 		},
 	}

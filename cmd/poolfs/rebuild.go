@@ -77,6 +77,13 @@ func rebuildCmd(g *globals) *cobra.Command {
 func printRebuild(w io.Writer, st *mgmt.RebuildStatus) {
 	fmt.Fprintf(w, "stripes: %d, degraded %d, critical %d, to rebalance %d, blocked %d\n",
 		st.Stripes, st.Degraded, st.Critical, st.Misplaced, st.Blocked)
+	if st.Unavailable > 0 {
+		fmt.Fprintf(w, "on down drives: %d stripes (not rebuilt while the drive may come back", st.Unavailable)
+		if st.Waiting > 0 {
+			fmt.Fprintf(w, "; %d wait for it to rebuild what else they lost", st.Waiting)
+		}
+		fmt.Fprintln(w, ")")
+	}
 	if st.Active {
 		eta := "-"
 		if st.ETA > 0 {
@@ -109,18 +116,35 @@ func addPoolSet(root *cobra.Command, g *globals) {
 func poolSetCmd(g *globals) *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
-		Use:   "set rebuild-priority " + strings.Join(clustermap.Priorities, "|") + " | set small-file-threshold SIZE",
-		Short: "Change a pool setting; rebuild-priority takes effect during a running rebuild",
-		Args:  cobra.ExactArgs(2),
+		Use:   "set rebuild-priority " + strings.Join(clustermap.Priorities, "|") + " | down-grace DURATION | small-file-threshold SIZE",
+		Short: "Change a pool setting: rebuild-priority (takes effect during a running rebuild) down-grace or small-file-threshold",
+		Long: `Change a pool setting.
+
+  rebuild-priority lowest|low|medium|high|highest
+      trades rebuild speed against client I/O; takes effect during a running rebuild
+  down-grace DURATION
+      how long a drive that stops answering stays down (not rebuilt) before it
+      is declared failed and rebuilt, e.g. 10m (the default), 90s, 1h
+  small-file-threshold SIZE
+      files smaller than this are mirrored (1+M copies) rather than
+      erasure-coded, and move to erasure coding as they grow; 0 turns it off`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "small-file-threshold" {
+			var grace time.Duration
+			switch args[0] {
+			case "small-file-threshold":
 				return setSmallFileThreshold(cmd, g, pool, args[1]) // stripe.go
-			}
-			if args[0] != "rebuild-priority" {
-				return fmt.Errorf("unknown setting %q: want rebuild-priority or small-file-threshold", args[0])
-			}
-			if _, err := clustermap.ParsePriority(args[1]); err != nil {
-				return err
+			case "rebuild-priority":
+				if _, err := clustermap.ParsePriority(args[1]); err != nil {
+					return err
+				}
+			case "down-grace":
+				var err error
+				if grace, err = clustermap.ParseDownGrace(args[1]); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("unknown setting %q: want rebuild-priority down-grace or small-file-threshold", args[0])
 			}
 			conn, err := g.connect(cmd.Context())
 			if err != nil {
@@ -133,6 +157,13 @@ func poolSetCmd(g *globals) *cobra.Command {
 					return err
 				}
 				pool = m.Pools[0].Name
+			}
+			if args[0] == "down-grace" {
+				if err := conn.Mgmt.SetDownGrace(cmd.Context(), pool, grace); err != nil {
+					return err
+				}
+				fmt.Printf("pool %s: down drives are declared failed after %v\n", pool, grace)
+				return nil
 			}
 			if err := conn.Mgmt.SetRebuildPriority(cmd.Context(), pool, args[1]); err != nil {
 				return err

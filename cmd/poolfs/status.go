@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -59,7 +60,16 @@ func printPools(w io.Writer, st *mgmt.Status) {
 		fmt.Fprintf(w, "  capacity: raw %s, preservation %s (%d drives), usable %s; used %s (%s raw, %.1f%%)\n",
 			human(c.Raw), human(c.Preservation), p.Preservation, human(c.Usable), human(int64(p.UsedUser)),
 			human(int64(p.UsedRaw)), pct)
-		fmt.Fprintf(w, "  PG balance: busiest drive %.2fx the mean\n", p.PGBalance)
+		fmt.Fprintf(w, "  PG balance: busiest drive %.2fx the mean; down drives are failed after %v\n", p.PGBalance,
+			time.Duration(p.DownGrace*float64(time.Second)))
+		if len(p.HotSpareFor) > 0 {
+			var parts []string
+			for g, sp := range p.HotSpareFor {
+				parts = append(parts, g+" -> "+sp)
+			}
+			sort.Strings(parts)
+			fmt.Fprintf(w, "  hot spares in use: %s\n", strings.Join(parts, ", "))
+		}
 	}
 }
 
@@ -72,7 +82,11 @@ func printDrives(w io.Writer, st *mgmt.Status) {
 			fill = 100 * float64(d.Used) / float64(d.Capacity)
 		}
 		state := string(d.State)
-		if d.Error != "" {
+		switch {
+		case d.State == "down":
+			left := time.Duration(d.GraceLeft * float64(time.Second)).Round(time.Second)
+			state += fmt.Sprintf(" (failed in %v unless it answers)", left)
+		case d.Error != "":
 			state += " (" + d.Error + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%5.1f%% %s\t%d\t%d\t\n", d.ID, d.Server, state, human(d.Capacity),

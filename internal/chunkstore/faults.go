@@ -2,6 +2,7 @@ package chunkstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -10,13 +11,22 @@ import (
 	"poolfs/internal/erasure"
 )
 
+// ErrOffline is wrapped by the errors of a drive that is unreachable for
+// now (its server restarting, a cable pulled) but not known to be broken:
+// a transient condition, unlike ErrFailed. Nothing was done by the failed
+// call. The management service marks such a drive down, not failed, and
+// declares it failed only if it stays unreachable past its pool's grace.
+var ErrOffline = errors.New("chunkstore: drive offline")
+
 // FaultyDrive wraps a Drive and injects faults on command: a failed drive,
-// silently corrupted reads, slowness. It is safe for concurrent use.
+// an offline drive, silently corrupted reads, slowness. It is safe for
+// concurrent use.
 type FaultyDrive struct {
 	d  Drive
 	mu struct {
 		sync.Mutex
 		failed      bool
+		offline     bool
 		corruptFrac float64
 		rng         *rand.Rand // nil: no corruption
 		extra       time.Duration
@@ -34,6 +44,14 @@ func (f *FaultyDrive) Fail() { f.mu.Lock(); f.mu.failed = true; f.mu.Unlock() }
 // Heal undoes Fail. Corruption and slowness stay as set.
 func (f *FaultyDrive) Heal() { f.mu.Lock(); f.mu.failed = false; f.mu.Unlock() }
 
+// Offline makes every operation fail at once with an error wrapping
+// ErrOffline, without touching the drive, until Online. Fail takes
+// precedence: a failed drive reports ErrFailed even when offline.
+func (f *FaultyDrive) Offline() { f.mu.Lock(); f.mu.offline = true; f.mu.Unlock() }
+
+// Online undoes Offline: the drive answers again with everything it held.
+func (f *FaultyDrive) Online() { f.mu.Lock(); f.mu.offline = false; f.mu.Unlock() }
+
 // CorruptReads flips one bit in the returned bytes of a fraction of the
 // ReadFragment calls that follow (0 stops corruption). Which calls and
 // which bits are determined by seed and the order of calls.
@@ -50,11 +68,14 @@ func (f *FaultyDrive) CorruptReads(fraction float64, seed int64) {
 // SlowDown adds extra delay to every operation (0 removes it).
 func (f *FaultyDrive) SlowDown(extra time.Duration) { f.mu.Lock(); f.mu.extra = extra; f.mu.Unlock() }
 
-// before applies Fail and SlowDown to operation op.
+// before applies Fail, Offline and SlowDown to operation op.
 func (f *FaultyDrive) before(ctx context.Context, op string) error {
 	f.mu.Lock()
-	failed, extra := f.mu.failed, f.mu.extra
+	failed, offline, extra := f.mu.failed, f.mu.offline, f.mu.extra
 	f.mu.Unlock()
+	if offline && !failed {
+		return fmt.Errorf("%s: injected fault: %w", op, ErrOffline)
+	}
 	if extra > 0 {
 		if err := (SystemClock{}).Sleep(ctx, extra); err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"poolfs/internal/erasure"
 )
 
 func TestFailHeal(t *testing.T) {
@@ -31,6 +33,43 @@ func TestFailHeal(t *testing.T) {
 	f.ReadFragment(ctx, key(1), 0, -1, nil)
 	if time.Since(start) < 20*time.Millisecond {
 		t.Fatal("SlowDown had no effect")
+	}
+}
+
+func TestOfflineOnline(t *testing.T) {
+	f := WithFaults(newMemDrive())
+	if err := f.WriteFragment(ctx, key(1), pattern(Align, 3)); err != nil {
+		t.Fatal(err)
+	}
+	f.SlowDown(time.Hour) // an offline drive answers at once, never slowly
+	f.Offline()
+	ops := map[string]func() error{
+		"write":  func() error { return f.WriteFragment(ctx, key(2), make([]byte, Align)) },
+		"read":   func() error { _, err := f.ReadFragment(ctx, key(1), 0, -1, nil); return err },
+		"delete": func() error { return f.DeleteFragment(ctx, key(1)) },
+		"list": func() error {
+			return f.ListFragments(ctx, func(erasure.FragmentKey, int64, time.Time) error { return nil })
+		},
+		"stat": func() error { _, err := f.Stat(ctx); return err },
+	}
+	for name, op := range ops {
+		if err := op(); !errors.Is(err, ErrOffline) || errors.Is(err, ErrFailed) {
+			t.Errorf("%s on an offline drive: %v, want ErrOffline and not ErrFailed", name, err)
+		}
+	}
+	f.SlowDown(0)
+	f.Fail()
+	if _, err := f.Stat(ctx); !errors.Is(err, ErrFailed) {
+		t.Errorf("stat on a failed offline drive: %v, want ErrFailed", err)
+	}
+	f.Heal()
+	f.Online()
+	got, err := f.ReadFragment(ctx, key(1), 0, -1, nil)
+	if err != nil || !bytes.Equal(got, pattern(Align, 3)) {
+		t.Fatalf("read after online: %v; the offline drive must keep its data (delete did nothing)", err)
+	}
+	if err := f.WriteFragment(ctx, key(2), make([]byte, Align)); err != nil {
+		t.Fatalf("write after online: %v", err)
 	}
 }
 

@@ -45,7 +45,8 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if metaRC != mrc {
 		c.closers = append(c.closers, metaRC.Close)
 	}
-	c.Client = client.New(c.Meta, c.Mgmt, dialer, opts)
+	// Drives that do not answer are reported to the failure detector.
+	c.Client = client.New(c.Meta, c.Mgmt, mgmt.ReportingDrives(dialer, c.Mgmt), opts)
 	return c, nil
 }
 

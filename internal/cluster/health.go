@@ -30,7 +30,11 @@ func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
 // healthLoop is the failure detector of an embedded cluster: every
 // HealthInterval it checks each up drive this server owns (its directory
 // still exists, Stat succeeds) and declares failed any drive that reports
-// chunkstore.ErrFailed or whose directory vanished.
+// chunkstore.ErrFailed or whose directory vanished; then it runs the
+// management service's pass (mgmt.Service.CheckDrives), which probes every
+// drive through the storage RPC as clients reach it: a drive that does not
+// answer goes down, one that answers again comes back up, and one down for
+// longer than its pool's grace period is declared failed.
 func (c *Cluster) healthLoop(ctx context.Context) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.Config.HealthInterval)
@@ -41,6 +45,7 @@ func (c *Cluster) healthLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			c.checkDrives(ctx)
+			c.Mgmt.CheckDrives(ctx)
 		}
 	}
 }
@@ -65,16 +70,18 @@ func (c *Cluster) checkDrives(ctx context.Context) {
 
 // driveProblem returns why a drive is unusable, or "".
 func (c *Cluster) driveProblem(ctx context.Context, d clustermap.Drive) string {
+	// A drive the server does not serve yet (a new drive between its map
+	// epoch and its opening) has no directory yet: nothing to check.
+	drv, err := c.storage.Drive(d.ID)
+	if err != nil {
+		return ""
+	}
 	p := d.Path
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(c.Config.Dir, p)
 	}
 	if err := chunkstore.CheckDir(p); err != nil {
 		return fmt.Sprintf("drive directory %s is gone: %v", p, err)
-	}
-	drv, err := c.storage.Drive(d.ID)
-	if err != nil {
-		return ""
 	}
 	if _, err := drv.Stat(ctx); errors.Is(err, chunkstore.ErrFailed) {
 		return fmt.Sprintf("I/O errors: %v", err)

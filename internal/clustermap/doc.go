@@ -11,7 +11,13 @@
 //   - a pool has at least k+m+1 drives (one more than a stripe is wide, so a
 //     failed drive can be rebuilt) and its preservation capacity leaves at
 //     least k+m drives' worth of space for data;
-//   - the map is self-contained: placement is a pure function of it.
+//   - the map is self-contained: placement is a pure function of it
+//     (including the grouped layout's hot spare assignments, which are
+//     recorded in it by RecordSpares so that they stick across epochs);
+//   - drive states change only along the state machine of state.go
+//     (SetState): a drive that stops answering goes Down, not Failed, and
+//     is declared Failed only when it stays Down past its pool's grace
+//     period (Pool.Grace, default DefaultDownGrace = 10 minutes).
 //
-// This package is pure: no I/O, no clocks.
+// This package is pure: no I/O, no clocks (callers pass the time).
 package clustermap

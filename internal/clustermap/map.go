@@ -3,7 +3,9 @@ package clustermap
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
+	"time"
 
 	"poolfs/internal/placement"
 )
@@ -33,6 +35,9 @@ type Drive struct {
 	// SpeedScale its scale factor (0: 1), see chunkstore.ModelByName.
 	Model      string  `json:"model,omitempty"`
 	SpeedScale float64 `json:"speed_scale,omitempty"`
+	// DownSince is when a Down drive was last seen answering (unix ns);
+	// 0 in every other state. See state.go.
+	DownSince int64 `json:"down_since,omitempty"`
 }
 
 // Server is one storage server.
@@ -60,6 +65,13 @@ type Pool struct {
 	// disables. Replaced, never mutated in place (Clone shares it). See
 	// SmallFileLimit (smallfile.go).
 	SmallFileThreshold *int64 `json:"small_file_threshold,omitempty"`
+	// DownGrace is how long a drive may stay Down before it is declared
+	// failed and rebuilt; 0 means DefaultDownGrace. See Pool.Grace.
+	DownGrace time.Duration `json:"down_grace,omitempty"`
+	// HotSpareFor (grouped layout) records which hot spare stands in for
+	// which Out group drive, so that assignments stick from epoch to epoch
+	// (placement.Pool.SpareFor). Maintained by RecordSpares.
+	HotSpareFor map[placement.DriveID]placement.DriveID `json:"hot_spare_for,omitempty"`
 }
 
 // Map is the cluster map at one epoch.
@@ -124,7 +136,9 @@ func (m *Map) ServerAddr(id placement.DriveID) (string, error) {
 }
 
 // Placement returns the placement view of a pool: its drives with weights
-// from their capacity, and every drive that is not Up marked Out.
+// from their capacity, and every drive that is not Up marked Out (a Down
+// drive too: new stripes go to substitutes while it is away), and the
+// grouped layout's recorded hot spare assignments.
 func (m *Map) Placement(poolID uint32) (*placement.Pool, error) {
 	p, err := m.Pool(poolID)
 	if err != nil {
@@ -133,6 +147,7 @@ func (m *Map) Placement(poolID uint32) (*placement.Pool, error) {
 	pp := &placement.Pool{ID: p.ID, K: p.K, M: p.M, PGs: p.PGs, Layout: p.Layout}
 	if p.Layout == placement.Grouped {
 		pp.Spares = p.Preservation
+		pp.SpareFor = maps.Clone(p.HotSpareFor)
 	}
 	for _, id := range p.Drives {
 		d, err := m.Drive(id)
@@ -169,6 +184,9 @@ func (m *Map) Validate() error {
 			return fmt.Errorf("%w: pool %q has %d drives, %d+%d needs at least %d",
 				ErrInvalid, p.Name, len(p.Drives), p.K, p.M, p.K+p.M+1)
 		}
+		if p.DownGrace < 0 {
+			return fmt.Errorf("%w: pool %q down grace %v", ErrInvalid, p.Name, p.DownGrace)
+		}
 		if p.Preservation < 0 || len(p.Drives)-p.Preservation < p.K+p.M {
 			return fmt.Errorf("%w: pool %q preservation %d leaves fewer than %d drives for data",
 				ErrInvalid, p.Name, p.Preservation, p.K+p.M)
@@ -195,6 +213,7 @@ func (m *Map) Clone() *Map {
 	c.Pools = make([]Pool, len(m.Pools))
 	for i, p := range m.Pools {
 		p.Drives = append([]placement.DriveID(nil), p.Drives...)
+		p.HotSpareFor = maps.Clone(p.HotSpareFor)
 		c.Pools[i] = p
 	}
 	return &c

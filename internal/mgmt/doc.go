@@ -1,6 +1,19 @@
 // Package mgmt is the management service: the authority for the cluster
-// map and its epochs, the pool status that `poolfs status` and the dashboard
-// show, and the garbage collector of fragments.
+// map and its epochs, the failure detector, the rebuild coordinator, the
+// pool status that `poolfs status` and the dashboard show, and the garbage
+// collector of fragments.
+//
+// Failure detection (grace.go, report.go). A drive that answers with I/O
+// errors, or whose directory vanished, is failed at once. A drive that does
+// not answer (its storage server unreachable, the drive offline) is only
+// marked down: CheckDrives probes every up and down drive through the
+// storage RPC each health interval, and clients report a drive that failed
+// them (ReportingDrives), which the service verifies with its own probe
+// before acting. A down drive that answers again is marked up and the
+// coordinator copies back the stripes written while it was away; one still
+// down after its pool's grace (pool set down-grace, default 10 minutes) is
+// failed and rebuilt. Every change is a map epoch and an event (drive.down,
+// drive.up, drive.failed).
 //
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
@@ -8,5 +21,8 @@
 //   - a fragment is deleted only when the metadata store no longer
 //     references it: its generation was replaced or its file removed (the
 //     GC queue), or it was never committed and is older than the grace
-//     period (the orphan scan), so a write in flight is never collected.
+//     period (the orphan scan), so a write in flight is never collected;
+//   - a queued fragment on a down drive is not asked for: its item stays
+//     queued (without blocking the items behind it) until the drive answers
+//     again, or is failed and holds nothing any more.
 package mgmt

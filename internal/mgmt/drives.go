@@ -47,24 +47,13 @@ func (s *Service) event(ctx context.Context, kind, subject, msg string, dur time
 // new fragments, and the rebuild coordinator reconstructs what it held.
 // An already failed or removed drive is left as it is (nil error).
 func (s *Service) FailDrive(ctx context.Context, id placement.DriveID, reason string) error {
-	changed := false
-	m, err := s.Update(ctx, func(m *clustermap.Map) error {
-		d, err := m.Drive(id)
-		if err != nil {
-			return err
-		}
-		changed = d.State == clustermap.StateUp || d.State == clustermap.StateDown || d.State == clustermap.StateRebuilding
-		if !changed {
-			return errUnchanged
-		}
-		d.State = clustermap.StateFailed
-		return nil
-	})
-	if errors.Is(err, errUnchanged) {
-		return nil
-	}
+	m, changed, err := s.setState(ctx, id, []clustermap.DriveState{clustermap.StateUp, clustermap.StateDown,
+		clustermap.StateRebuilding}, clustermap.StateFailed)
 	if err != nil {
 		return fmt.Errorf("fail drive %v: %w", id, err)
+	}
+	if !changed {
+		return nil
 	}
 	s.event(ctx, EventDriveFailed, id.String(), fmt.Sprintf("%s; map epoch %d", reason, m.Epoch), 0)
 	s.kickRebuild()
@@ -145,7 +134,7 @@ func (s *Service) addDrive(ctx context.Context, poolID uint32, replace *placemen
 		nd.ID, nd.State, nd.Path = id, clustermap.StateUp, filepath.Join("drives", id.String())
 		if replace != nil {
 			old, _ := m.Drive(*replace)
-			old.State = clustermap.StateOut
+			old.State, old.DownSince = clustermap.StateOut, 0
 		}
 		m.Drives = append(m.Drives, nd)
 		p.Drives = append(p.Drives, id)
@@ -180,7 +169,9 @@ func (s *Service) SetRebuildPriority(ctx context.Context, pool string, prio stri
 }
 
 // DriveFault injects a fault into a drive through its storage server
-// (emulation): fail, heal, corrupt (Fraction of reads), slow (Delay).
+// (emulation): fail, heal, offline, online, corrupt (Fraction of reads),
+// slow (Delay). After offline and online the failure detector probes the
+// drive at once, so the drive is down (or up again) when DriveFault returns.
 func (s *Service) DriveFault(ctx context.Context, a storage.FaultArgs) error {
 	m, err := s.Map(ctx)
 	if err != nil {
@@ -194,7 +185,13 @@ func (s *Service) DriveFault(ctx context.Context, a storage.FaultArgs) error {
 	if err != nil {
 		return err
 	}
-	return sc.Fault(ctx, a)
+	if err := sc.Fault(ctx, a); err != nil {
+		return err
+	}
+	if a.Op == "offline" || a.Op == "online" {
+		s.checkDrive(ctx, m, a.Drive)
+	}
+	return nil
 }
 
 // injectFault is DriveFault without an error: the emulated drive of a

@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -59,12 +60,22 @@ func (s *Service) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
 	return rep, nil
 }
 
+// maxStuck bounds the queue items one collector run steps over because a
+// drive they need is down: beyond it, the rest waits for the next run.
+const maxStuck = 1 << 16
+
 func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCReport) error {
-	for {
-		items, err := s.store.GCList(ctx, 256)
-		if err != nil || len(items) == 0 {
+	// Items with a fragment on a down drive stay queued (the drive holds
+	// them and will answer again, or be declared failed). GCList has no
+	// cursor, so the items stepped over are counted and skipped, and do not
+	// block the ones behind them.
+	stuck := 0
+	for stuck <= maxStuck {
+		items, err := s.store.GCList(ctx, stuck+256)
+		if err != nil || len(items) <= stuck {
 			return err
 		}
+		items = items[stuck:]
 		// The commits that queued these generations must be durable before
 		// their old fragments go: else a crash could bring back metadata
 		// that points at deleted fragments.
@@ -78,31 +89,43 @@ func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCRepo
 				key := erasure.FragmentKey{Ino: uint64(it.Ino), Stripe: it.Stripe, Gen: it.Gen, Index: uint8(i)}
 				if err := s.deleteFragment(ctx, m, placement.DriveID(id), key); err != nil {
 					ok = false
-					rep.Errors = append(rep.Errors, err.Error())
+					if !errors.Is(err, errDriveDown) {
+						rep.Errors = append(rep.Errors, err.Error())
+					}
 					continue
 				}
 				rep.Fragments++
 			}
 			if ok {
 				done = append(done, it.Seq)
+			} else {
+				stuck++
 			}
 		}
 		if err := s.store.GCDone(ctx, done); err != nil {
 			return err
 		}
 		rep.Queued += len(done)
-		if len(done) == 0 {
-			return nil // every item failed; try again on the next run
+		if len(done) == 0 && len(items) < 256 {
+			return nil
 		}
 	}
+	return nil
 }
 
+// errDriveDown: the fragment is on a drive that is down; try again later.
+var errDriveDown = errors.New("mgmt: drive down")
+
 // deleteFragment deletes one fragment; a drive that is failed or gone
-// holds nothing to delete.
+// holds nothing to delete, and one that is down is not asked (errDriveDown:
+// the item stays queued until the drive answers again or is failed).
 func (s *Service) deleteFragment(ctx context.Context, m *clustermap.Map, id placement.DriveID, key erasure.FragmentKey) error {
 	d, err := m.Drive(id)
 	if err != nil || d.State == clustermap.StateFailed || d.State == clustermap.StateOut {
 		return nil
+	}
+	if d.State == clustermap.StateDown {
+		return errDriveDown
 	}
 	drv, err := s.drives.Drive(m, id)
 	if err != nil {

@@ -63,6 +63,11 @@ type RebuildStatus struct {
 	Misplaced int        `json:"misplaced"`
 	Lost      []LostFile `json:"lost,omitempty"`
 	Blocked   int        `json:"blocked"`
+	// Unavailable stripes have a fragment on a down drive (not rebuilt
+	// while it is down); Waiting ones also lost fragments and need a down
+	// drive back to be rebuilt.
+	Unavailable int `json:"unavailable,omitempty"`
+	Waiting     int `json:"waiting,omitempty"`
 	// DriveIO is the bytes each drive read or wrote for recovery since the
 	// cluster started (the declustering figure: compare busiest and mean).
 	DriveIO map[string]int64 `json:"drive_io,omitempty"`
@@ -283,13 +288,15 @@ func PlanInput(m *clustermap.Map, pool *clustermap.Pool, stripes []recovery.Stri
 	if err != nil {
 		return recovery.Input{}, fmt.Errorf("placement of pool %q at epoch %d: %w", pool.Name, m.Epoch, err)
 	}
-	up := map[placement.DriveID]bool{}
+	up, down := map[placement.DriveID]bool{}, map[placement.DriveID]bool{}
 	for _, id := range pool.Drives {
 		if d, err := m.Drive(id); err == nil && d.State == clustermap.StateUp {
 			up[id] = true
+		} else if err == nil && d.State == clustermap.StateDown {
+			down[id] = true
 		}
 	}
-	return recovery.Input{K: pool.K, M: pool.M, Sets: pm.Sets, Up: up, Stripes: stripes}, nil
+	return recovery.Input{K: pool.K, M: pool.M, Sets: pm.Sets, Up: up, Down: down, Stripes: stripes}, nil
 }
 
 func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool) (bool, error) {
@@ -311,6 +318,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	st := &co.mu.st
 	st.Pool, st.Epoch, st.Stripes, st.ScanSec = pool.ID, m.Epoch, h.Stripes, scanSec
 	st.Degraded, st.Critical, st.Misplaced, st.Blocked = h.Degraded, h.Critical, h.Misplaced, len(plan.Blocked)
+	st.Unavailable, st.Waiting = h.Unavailable, len(plan.Waiting)
 	wasActive := st.Active
 	co.mu.Unlock()
 	if len(plan.Tasks) == 0 {

@@ -91,6 +91,9 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 			return nil, err
 		}
 		next.Epoch++
+		if err := next.RecordSpares(); err != nil {
+			return nil, err
+		}
 		if err := next.Validate(); err != nil {
 			return nil, err
 		}
@@ -129,6 +132,7 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 func (s *Service) Register(r *rpc.Server) {
 	s.registerPools(r)
 	s.registerDrives(r)
+	s.registerGrace(r)
 	s.registerScrub(r)
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()

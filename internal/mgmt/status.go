@@ -3,6 +3,7 @@ package mgmt
 import (
 	"context"
 	"sync"
+	"time"
 
 	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
@@ -25,6 +26,10 @@ type DriveStatus struct {
 	Fragments int64                 `json:"fragments"`
 	PGSlots   int                   `json:"pg_slots"` // fragment slots of the pool's PGs on this drive
 	Error     string                `json:"error,omitempty"`
+	// DownSince (unix ns) and GraceLeft (seconds) are set for a down
+	// drive: it is declared failed and rebuilt when GraceLeft reaches 0.
+	DownSince int64   `json:"down_since,omitempty"`
+	GraceLeft float64 `json:"grace_left_sec,omitempty"`
 }
 
 // PoolStatus is one pool in the status report.
@@ -44,6 +49,12 @@ type PoolStatus struct {
 	UsedUser     uint64              `json:"used_user"` // the user bytes they hold (approx.)
 	// PGBalance is the busiest drive's PG slots over the mean (1.00 is perfect).
 	PGBalance float64 `json:"pg_balance"`
+	// DownGrace is how long a drive may stay down before it is declared
+	// failed and rebuilt, in seconds.
+	DownGrace float64 `json:"down_grace_sec"`
+	// HotSpareFor (grouped layout) names the hot spare standing in for each
+	// replaced group drive.
+	HotSpareFor map[string]string `json:"hot_spare_for,omitempty"`
 }
 
 // Status is what `poolfs status` shows.
@@ -77,9 +88,15 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	}
 	st.Drives = make([]DriveStatus, len(m.Drives))
 	var wg sync.WaitGroup
+	now := time.Now()
 	for i, d := range m.Drives {
 		st.Drives[i] = DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State,
 			Capacity: d.Capacity, PGSlots: slots[d.ID]}
+		if left, down := m.GraceLeft(d.ID, now); down {
+			st.Drives[i].DownSince, st.Drives[i].GraceLeft = d.DownSince, left.Seconds()
+			st.Drives[i].Error = "not answering"
+			continue // not asked: it does not answer
+		}
 		wg.Add(1)
 		go func(ds *DriveStatus, id placement.DriveID) {
 			defer wg.Done()
@@ -99,7 +116,13 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 
 func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p clustermap.Pool, slots map[placement.DriveID]int) (PoolStatus, error) {
 	ps := PoolStatus{ID: p.ID, Name: p.Name, Scheme: scheme(p), Layout: layoutName(p.Layout), Unit: p.Unit,
-		PGs: p.PGs, Drives: len(p.Drives), Preservation: p.Preservation}
+		PGs: p.PGs, Drives: len(p.Drives), Preservation: p.Preservation, DownGrace: p.Grace().Seconds()}
+	for g, sp := range p.HotSpareFor {
+		if ps.HotSpareFor == nil {
+			ps.HotSpareFor = map[string]string{}
+		}
+		ps.HotSpareFor[g.String()] = sp.String()
+	}
 	for _, id := range p.Drives {
 		if d, err := m.Drive(id); err == nil && d.State == clustermap.StateUp {
 			ps.DrivesUp++

@@ -76,7 +76,10 @@
 // Spares are hot spares, the rest form fixed groups of k+m consecutive drives
 // (leftovers are Unused). PG pg uses group pg % groups. A failed (Out) drive's
 // slot goes to the lowest-ID free spare; with no spare left the group is
-// degraded and its PGs report ErrNotEnoughDrives. Rebuild then writes a whole
+// degraded and its PGs report ErrNotEnoughDrives. Spare assignments stick:
+// given the previous epoch's assignments (Pool.SpareFor, recorded in the
+// cluster map), a later failure only takes a free spare and never the spare
+// another group was rebuilt onto (property-tested in grouped_test.go). Rebuild then writes a whole
 // drive onto one spare, where the declustered layout spreads it over all
 // drives: that difference is the point of the comparison.
 //

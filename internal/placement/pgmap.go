@@ -19,6 +19,9 @@ type PGMap struct {
 	// Degraded lists, ascending, the PGs that could not get Width() usable
 	// drives. Always empty for a declustered pool that passed Validate.
 	Degraded []uint32
+	// SpareFor is the grouped layout's hot spare assignments in effect
+	// (Placer.SpareFor): record it for the next epoch. Nil if declustered.
+	SpareFor map[DriveID]DriveID
 }
 
 // Map computes the drives of every PG. Errors are those of Validate; a
@@ -34,7 +37,7 @@ func (p *Pool) Map() (*PGMap, error) {
 // Map computes the drives of every PG. It costs PGs times a PGDrives call
 // and holds PGs*Width() drive IDs in one allocation.
 func (pl *Placer) Map() *PGMap {
-	m := &PGMap{Pool: pl.Pool(), Sets: make([][]DriveID, pl.pool.PGs)}
+	m := &PGMap{Pool: pl.Pool(), Sets: make([][]DriveID, pl.pool.PGs), SpareFor: pl.SpareFor()}
 	w := pl.width
 	backing := make([]DriveID, pl.pool.PGs*w)
 	scratch := make([]ranked, len(pl.cands))

@@ -92,6 +92,10 @@ type Pool struct {
 	Layout Layout  // Declustered (default) or Grouped
 	Drives []Drive // any order; IDs unique
 	Spares int     // Grouped only: the last Spares drives by ID are hot spares; must be 0 for Declustered
+	// SpareFor (Grouped only) is the previous epoch's hot spare assignments,
+	// Out group drive -> spare (Placer.SpareFor, PGMap.SpareFor): those that
+	// still hold are kept, so spares stick. Nil: assign afresh.
+	SpareFor map[DriveID]DriveID
 }
 
 // Width returns k+m, the number of drives of every PG.

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -34,6 +35,7 @@ func (p *Pool) Placer() (*Placer, error) {
 	}
 	pl := &Placer{pool: *p, width: p.Width()}
 	pl.pool.Drives = sortedDrives(p.Drives)
+	pl.pool.SpareFor = maps.Clone(p.SpareFor)
 	if p.Layout == Grouped {
 		pl.grouped = buildGrouped(&pl.pool)
 		return pl, nil
@@ -61,6 +63,7 @@ func (p *Pool) Placer() (*Placer, error) {
 func (pl *Placer) Pool() Pool {
 	p := pl.pool
 	p.Drives = sortedDrives(pl.pool.Drives)
+	p.SpareFor = maps.Clone(pl.pool.SpareFor)
 	return p
 }
 

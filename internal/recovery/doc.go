@@ -30,6 +30,38 @@
 // mirror or a narrow layout uses only the first drives of its PG's set, and
 // the others are not its missing fragments (narrow.go).
 //
+// # Down is not failed
+//
+// A drive that stops answering (its server restarting, a cable pulled) is
+// first marked down, not failed (Input.Down). Its fragments are unavailable,
+// not lost, so the planner leaves them alone: no task reconstructs or moves
+// them, and it is never a source or a target. New stripes avoid the drive
+// (placement treats it as Out), so they are written at full strength on a
+// substitute. A stripe that lost fragments on failed drives is rebuilt from
+// the up drives; if, with its fragments on down drives, fewer than K remain
+// readable, it is Waiting, not Unrecoverable: its data comes back with the
+// drive.
+//
+// If the drive comes back within its pool's grace period (the management
+// service declares it failed after that, default 10 minutes as in Ceph),
+// placement gives it back its PGs, and the only work is the stripes written
+// while it was away: their fragment on the substitute is now misplaced and
+// is copied back, without decoding, onto the returned drive. Everything else
+// it held is still valid, because writes are copy-on-write: a stripe
+// rewritten while it was away has a new generation placed on up drives, and
+// its old fragment on the returned drive is garbage that the collector
+// deletes (it retries deletes on drives that are down). So the resync is
+// computed by the same rule as rebuild and rebalance, from the map and the
+// stripe records alone; no dirty-region log is needed, and it survives a
+// restart like any plan. Past the grace the drive is failed and rebuilt as
+// usual. testdata/down.txt shows each case.
+//
+// We chose this over rebuilding a down drive at once (a reboot would cost a
+// whole-drive rebuild) and over writing new stripes degraded on the down
+// drive's slot with a log of what to replay (a second mechanism that the
+// placement already makes unnecessary, and new data would sit at reduced
+// redundancy while the drive is away).
+//
 // # Critical first
 //
 // Tasks are ordered by lost fragments, most first: with 8+2, the stripes

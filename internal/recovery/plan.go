@@ -33,6 +33,10 @@ type Input struct {
 	// Up is the set of drives that are up at the new epoch: only they are
 	// read from and written to.
 	Up map[placement.DriveID]bool
+	// Down is the set of drives that are down: unreachable for now, not
+	// failed (see the package comment). Their fragments are unavailable, not lost:
+	// nothing reconstructs or moves them.
+	Down map[placement.DriveID]bool
 	// Stripes are the committed stripes to examine, in any order.
 	Stripes []Stripe
 }
@@ -77,6 +81,10 @@ type Plan struct {
 	// set can take (grouped layout without a spare). They stay degraded;
 	// tasks may still restore part of them.
 	Blocked []Stripe
+	// Waiting stripes lost fragments but, with others on down drives, have
+	// fewer than K readable: they are rebuilt once a down drive returns
+	// (or is declared failed, if enough remain). Their data is not lost.
+	Waiting []Stripe
 	// Reads and Writes count the fragments each drive reads and writes.
 	Reads, Writes map[placement.DriveID]int
 }
@@ -136,8 +144,11 @@ func Make(in Input) Plan {
 		set := pgSet(in, s.PG)
 		var d draft
 		d.s = s
+		away := 0
 		for i, id := range s.Drives {
 			switch {
+			case in.Down[id]:
+				away++ // unavailable, not lost: left alone
 			case !in.Up[id]:
 				d.lost = append(d.lost, i)
 			case set != nil && !slices.Contains(set, id):
@@ -146,6 +157,10 @@ func Make(in Input) Plan {
 		}
 		if len(d.lost) > m {
 			p.Unrecoverable = append(p.Unrecoverable, s)
+			continue
+		}
+		if len(d.lost) > 0 && len(d.lost)+away > in.M {
+			p.Waiting = append(p.Waiting, s)
 			continue
 		}
 		if len(d.lost)+len(d.moved) > 0 {
@@ -298,6 +313,10 @@ type Health struct {
 	Critical  int // lost exactly M: one more failure loses data
 	Lost      int // lost more than M
 	Misplaced int // nothing lost, but a fragment is off the PG's set (rebalance)
+	// Unavailable counts the stripes with a fragment on a down drive. They
+	// are also counted as Degraded or Critical by their missing fragments
+	// (lost plus unavailable), but Lost only if more than M are lost.
+	Unavailable int
 }
 
 // Check classifies every stripe of in; it is what a rebuild must leave
@@ -307,10 +326,12 @@ func Check(in Input) Health {
 	for _, s := range in.Stripes {
 		h.Stripes++
 		set := pgSet(in, s.PG)
-		lost, off := 0, 0
+		lost, off, away := 0, 0, 0
 		seen := map[placement.DriveID]bool{}
 		for _, id := range s.Drives {
 			switch {
+			case in.Down[id] && !seen[id]:
+				away++
 			case !in.Up[id] || seen[id]:
 				lost++
 			case set != nil && !slices.Contains(set, id):
@@ -319,12 +340,15 @@ func Check(in Input) Health {
 			seen[id] = true
 		}
 		_, m, ok := in.scheme(s) // narrow.go: a narrow stripe misses nothing
+		if away > 0 {
+			h.Unavailable++
+		}
 		switch {
 		case !ok || lost > m:
 			h.Lost++
-		case lost == m && lost > 0:
+		case lost+away >= m && lost+away > 0:
 			h.Critical++
-		case lost > 0:
+		case lost+away > 0:
 			h.Degraded++
 		case off > 0:
 			h.Misplaced++

@@ -34,7 +34,8 @@ import (
 //	                with w, narrow stripes of scheme K+(W-K) on the first W
 //	                drives of their PG (k=1: mirrors of W copies)
 //	stripe INO/S pg=P drives=dAA,dBB,...   one stripe placed by hand
-//	fail dNN...     drives go down (not up); the map moves to a new epoch
+//	fail dNN...     drives fail (lost; rebuilt); the map moves to a new epoch
+//	down dNN...     drives go down: unreachable, not failed (not rebuilt)
 //	up dNN...       drives come back up       add dNN   a new empty drive
 //	plan [show=N]   plan the work at the current epoch; print N tasks
 //	apply           run the last plan (every task succeeds), then check
@@ -42,6 +43,9 @@ import (
 //	check           classify every stripe (healthy, degraded, critical...)
 //	expect METRIC <=|>=|== VALUE
 //	    tasks, critical (tasks with M lost), copies, unrecoverable, blocked,
+//	    waiting (need a down drive back), unavailable (stripes on down drives),
+//	    writes-on-dNN, reads-on-dNN (fragments the plan writes to or
+//	    reads from that drive),
 //	    read-balance (busiest reading drive / mean over drives that read),
 //	    io-balance (the same for reads plus writes: what sets the time),
 //	    healthy-all (1 if every stripe is healthy), domain-ok (1 if no PG
@@ -63,6 +67,7 @@ func TestScenarios(t *testing.T) {
 
 type scenario struct {
 	pool    placement.Pool
+	down    map[placement.DriveID]bool
 	pm      *placement.PGMap
 	stripes []Stripe
 	plan    *Plan
@@ -120,10 +125,15 @@ func (s *scenario) input() Input {
 			up[d.ID] = true
 		}
 	}
-	return Input{K: s.pool.K, M: s.pool.M, Sets: s.pm.Sets, Up: up, Stripes: s.stripes}
+	return Input{K: s.pool.K, M: s.pool.M, Sets: s.pm.Sets, Up: up, Down: s.down, Stripes: s.stripes}
 }
 
+// remap computes the placement of the new epoch; as the map authority
+// does, it carries the grouped layout's spare assignments forward.
 func (s *scenario) remap() error {
+	if s.pm != nil {
+		s.pool.SpareFor = s.pm.SpareFor
+	}
 	pm, err := s.pool.Map()
 	s.pm = pm
 	return err
@@ -147,9 +157,9 @@ func (s *scenario) run(line string) ([]string, error) {
 		}
 		k, _ := strconv.Atoi(args["k"])
 		w, _ := strconv.Atoi(args["w"])
-		first := uint64(100 + (len(s.stripes)+63)/64)
-		for j := 0; j < n; j++ {
-			ino, st := first+uint64(j/64), uint64(j%64)
+		first := len(s.stripes)
+		for j := first; j < first+n; j++ {
+			ino, st := uint64(100+j/64), uint64(j%64)
 			pg := placement.PGOf(s.pool.ID, ino, st, s.pool.PGs)
 			s.gen++
 			set := s.pm.Sets[pg]
@@ -179,7 +189,7 @@ func (s *scenario) run(line string) ([]string, error) {
 		s.gen++
 		s.stripes = append(s.stripes, Stripe{Ino: ino, Stripe: st, Gen: s.gen, PG: uint32(pg), Drives: ds})
 		return []string{fmt.Sprintf("stripe %d/%d pg %d on %v", ino, st, pg, ds)}, nil
-	case "fail", "up":
+	case "fail", "down", "up":
 		for _, a := range f[1:] {
 			id, err := placement.ParseDriveID(a)
 			if err != nil {
@@ -187,9 +197,13 @@ func (s *scenario) run(line string) ([]string, error) {
 			}
 			for j := range s.pool.Drives {
 				if s.pool.Drives[j].ID == id {
-					s.pool.Drives[j].Out = f[0] == "fail"
+					s.pool.Drives[j].Out = f[0] != "up"
 				}
 			}
+			if s.down == nil {
+				s.down = map[placement.DriveID]bool{}
+			}
+			s.down[id] = f[0] == "down"
 		}
 		return s.remapSummary()
 	case "add":
@@ -290,7 +304,7 @@ func (s *scenario) newPool(scheme string, args map[string]string) ([]string, err
 	for i := 0; i < n; i++ {
 		s.pool.Drives = append(s.pool.Drives, placement.Drive{ID: placement.DriveID(i), Weight: 1, Domain: domainFor(args, i)})
 	}
-	s.stripes, s.plan = nil, nil
+	s.stripes, s.plan, s.down, s.pm = nil, nil, nil, nil
 	if err := s.remap(); err != nil {
 		return nil, err
 	}
@@ -303,7 +317,10 @@ func (s *scenario) remapSummary() ([]string, error) {
 	}
 	var down []string
 	for _, d := range s.pool.Drives {
-		if d.Out {
+		switch {
+		case s.down[d.ID]:
+			down = append(down, d.ID.String()+"(down)")
+		case d.Out:
 			down = append(down, d.ID.String())
 		}
 	}
@@ -315,8 +332,12 @@ func (s *scenario) remapSummary() ([]string, error) {
 }
 
 func describeHealth(h Health) string {
-	return fmt.Sprintf("stripes %d: healthy %d, degraded %d, critical %d, lost %d, misplaced %d",
+	out := fmt.Sprintf("stripes %d: healthy %d, degraded %d, critical %d, lost %d, misplaced %d",
 		h.Stripes, h.Healthy, h.Degraded, h.Critical, h.Lost, h.Misplaced)
+	if h.Unavailable > 0 {
+		out += fmt.Sprintf("; on down drives %d", h.Unavailable)
+	}
+	return out
 }
 
 func describePlan(p *Plan, m, show int) []string {
@@ -336,6 +357,9 @@ func describePlan(p *Plan, m, show int) []string {
 	}
 	out := []string{fmt.Sprintf("tasks %d: %s; unrecoverable %d, blocked %d",
 		len(p.Tasks), strings.Join(parts, ", "), len(p.Unrecoverable), len(p.Blocked))}
+	if len(p.Waiting) > 0 {
+		out[0] += fmt.Sprintf(", waiting for a down drive %d", len(p.Waiting))
+	}
 	if len(p.Tasks) > 0 {
 		out = append(out, "reads per drive: "+spread(p.Reads), "writes per drive: "+spread(p.Writes),
 			"I/O per drive: "+spread(p.IO()))
@@ -359,8 +383,19 @@ func describePlan(p *Plan, m, show int) []string {
 	for _, st := range p.Unrecoverable {
 		out = append(out, fmt.Sprintf("  unrecoverable: file %d stripe %d", st.Ino, st.Stripe))
 	}
-	for _, st := range p.Blocked {
+	for j, st := range p.Blocked {
+		if j == 10 {
+			out = append(out, fmt.Sprintf("  ... and %d more blocked", len(p.Blocked)-j))
+			break
+		}
 		out = append(out, fmt.Sprintf("  blocked: %s pg %d", st, st.PG))
+	}
+	for j, st := range p.Waiting {
+		if j == 10 {
+			out = append(out, fmt.Sprintf("  ... and %d more waiting", len(p.Waiting)-j))
+			break
+		}
+		out = append(out, fmt.Sprintf("  waiting: %s pg %d", st, st.PG))
 	}
 	return out
 }
@@ -428,8 +463,9 @@ func (s *scenario) expect(f []string) ([]string, error) {
 		}
 		return nil
 	}
-	switch f[0] {
-	case "tasks", "critical", "copies", "unrecoverable", "blocked", "read-balance", "io-balance":
+	switch {
+	case slices.Contains([]string{"tasks", "critical", "copies", "unrecoverable", "blocked", "read-balance", "io-balance", "waiting"}, f[0]),
+		strings.HasPrefix(f[0], "writes-on-"), strings.HasPrefix(f[0], "reads-on-"):
 		if err := needPlan(); err != nil {
 			return nil, err
 		}
@@ -445,6 +481,10 @@ func (s *scenario) expect(f []string) ([]string, error) {
 		got = float64(len(p.Unrecoverable))
 	case "blocked":
 		got = float64(len(p.Blocked))
+	case "waiting":
+		got = float64(len(p.Waiting))
+	case "unavailable":
+		got = float64(Check(s.input()).Unavailable)
 	case "read-balance":
 		got = balance(p.Reads)
 	case "io-balance":
@@ -461,7 +501,16 @@ func (s *scenario) expect(f []string) ([]string, error) {
 			got = 1
 		}
 	default:
-		return nil, fmt.Errorf("unknown metric %q", f[0])
+		name, drive, _ := strings.Cut(f[0], "-on-")
+		id, err := placement.ParseDriveID(drive)
+		switch {
+		case err == nil && name == "writes":
+			got = float64(p.Writes[id])
+		case err == nil && name == "reads":
+			got = float64(p.Reads[id])
+		default:
+			return nil, fmt.Errorf("unknown metric %q", f[0])
+		}
 	}
 	ok := false
 	switch f[1] {

@@ -14,7 +14,8 @@
 //	storage.Drives  -                            reply: the drive IDs served
 //	storage.Reconstruct ReconstructArgs          read K fragments from peers,
 //	                                             decode, write the targets
-//	storage.Fault   {drive, op, ...}             inject fail/heal/corrupt/slow
+//	storage.Fault   {drive, op, ...}             inject fail/heal/offline/online/
+//	                                             corrupt/slow
 //
 // The server never trusts a drive ID, key or range from the network: an
 // unknown drive is ErrNoDrive, ranges are checked by the chunkstore.

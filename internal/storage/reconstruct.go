@@ -238,7 +238,7 @@ func (s *Server) writeShard(ctx context.Context, a *ReconstructArgs, t FragmentA
 // FaultArgs injects a fault into a served drive (emulation and tests).
 type FaultArgs struct {
 	Drive    placement.DriveID `json:"drive"`
-	Op       string            `json:"op"` // fail, heal, corrupt, slow
+	Op       string            `json:"op"` // fail, heal, offline, online, corrupt, slow
 	Fraction float64           `json:"fraction,omitempty"`
 	Delay    time.Duration     `json:"delay,omitempty"`
 	Seed     int64             `json:"seed,omitempty"`
@@ -259,6 +259,10 @@ func (s *Server) Fault(a FaultArgs) error {
 		f.Fail()
 	case "heal":
 		f.Heal()
+	case "offline":
+		f.Offline()
+	case "online":
+		f.Online()
 	case "corrupt":
 		if a.Fraction < 0 || a.Fraction > 1 {
 			return fmt.Errorf("%w: corrupt fraction %g: want 0..1", chunkstore.ErrInvalid, a.Fraction)
@@ -270,7 +274,7 @@ func (s *Server) Fault(a FaultArgs) error {
 		}
 		f.SlowDown(a.Delay)
 	default:
-		return fmt.Errorf("%w: fault %q: want fail, heal, corrupt or slow", chunkstore.ErrInvalid, a.Op)
+		return fmt.Errorf("%w: fault %q: want fail, heal, offline, online, corrupt or slow", chunkstore.ErrInvalid, a.Op)
 	}
 	s.log.Warn("fault injected", "drive", a.Drive.String(), "op", a.Op, "fraction", a.Fraction, "delay", a.Delay)
 	return nil

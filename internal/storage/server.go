@@ -33,6 +33,7 @@ func ErrorCodes() []any {
 		"chunk.full", chunkstore.ErrFull,
 		"chunk.invalid", chunkstore.ErrInvalid,
 		"chunk.failed", chunkstore.ErrFailed,
+		"chunk.offline", chunkstore.ErrOffline,
 	}
 }
 

@@ -1,0 +1,149 @@
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+)
+
+// Reporter is told about drives that do not answer (a *Client is one).
+type Reporter interface {
+	DriveUnreachable(ctx context.Context, id placement.DriveID) error
+}
+
+// reportTimeout bounds a report: the failing call waits for it so that the
+// client's next map fetch already places stripes around the drive.
+const reportTimeout = 10 * time.Second
+
+// ReportingDrives wraps the drives a client uses so that the failure
+// detector hears of a drive that does not answer as soon as a client does:
+//
+//   - an operation that fails because the drive is unreachable (its storage
+//     server does not answer, or the drive is offline) is reported to rep,
+//     which probes the drive and marks it down, before the error returns;
+//     one report per drive is in flight at a time, the others wait for it;
+//   - that error then wraps rpc.ErrUnavailable, which the client treats as
+//     a drive gone: it fetches the new map and writes the stripe again,
+//     around the drive, so writes carry on without error;
+//   - a drive the map already says is down is not contacted: its operations
+//     fail at once (reads reconstruct from parity instead of waiting for a
+//     server that does not answer).
+func ReportingDrives(inner client.Drives, rep Reporter) client.Drives {
+	r := &reporting{inner: inner, rep: rep}
+	r.mu.inflight = map[placement.DriveID]chan struct{}{}
+	return r
+}
+
+type reporting struct {
+	inner client.Drives
+	rep   Reporter
+	mu    struct {
+		sync.Mutex
+		inflight map[placement.DriveID]chan struct{} // closed when the report ends
+	}
+}
+
+func (r *reporting) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	if d, err := m.Drive(id); err == nil && d.State == clustermap.StateDown {
+		return downDrive{id: id, epoch: m.Epoch}, nil
+	}
+	drv, err := r.inner.Drive(m, id)
+	if err != nil {
+		return nil, r.check(id, err)
+	}
+	return &reportingDrive{d: drv, id: id, r: r}, nil
+}
+
+// check reports id if err says it is unreachable and returns err marked as
+// rpc.ErrUnavailable; other errors pass unchanged.
+func (r *reporting) check(id placement.DriveID, err error) error {
+	if err == nil || !unreachable(err) {
+		return err
+	}
+	r.mu.Lock()
+	ch, busy := r.mu.inflight[id]
+	if !busy {
+		ch = make(chan struct{})
+		r.mu.inflight[id] = ch
+	}
+	r.mu.Unlock()
+	if busy {
+		<-ch
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		_ = r.rep.DriveUnreachable(ctx, id) // best effort: the error below is what counts
+		cancel()
+		r.mu.Lock()
+		delete(r.mu.inflight, id)
+		r.mu.Unlock()
+		close(ch)
+	}
+	return fmt.Errorf("drive %v unreachable: %w (%w)", id, rpc.ErrUnavailable, err)
+}
+
+type reportingDrive struct {
+	d  chunkstore.Drive
+	id placement.DriveID
+	r  *reporting
+}
+
+func (d *reportingDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+	return d.r.check(d.id, d.d.WriteFragment(ctx, key, frag))
+}
+
+func (d *reportingDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	b, err := d.d.ReadFragment(ctx, key, off, n, dst)
+	return b, d.r.check(d.id, err)
+}
+
+func (d *reportingDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
+	return d.r.check(d.id, d.d.DeleteFragment(ctx, key))
+}
+
+func (d *reportingDrive) ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error {
+	return d.r.check(d.id, d.d.ListFragments(ctx, fn))
+}
+
+func (d *reportingDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
+	u, err := d.d.Stat(ctx)
+	return u, d.r.check(d.id, err)
+}
+
+// downDrive is a drive the map says is down: every call fails at once.
+type downDrive struct {
+	id    placement.DriveID
+	epoch uint64
+}
+
+func (d downDrive) err() error {
+	return fmt.Errorf("drive %v is down at map epoch %d: %w: %w", d.id, d.epoch, rpc.ErrUnavailable, chunkstore.ErrOffline)
+}
+
+func (d downDrive) WriteFragment(context.Context, erasure.FragmentKey, []byte) error { return d.err() }
+
+func (d downDrive) ReadFragment(context.Context, erasure.FragmentKey, int64, int64, []byte) ([]byte, error) {
+	return nil, d.err()
+}
+
+func (d downDrive) DeleteFragment(context.Context, erasure.FragmentKey) error { return d.err() }
+
+func (d downDrive) ListFragments(context.Context, func(erasure.FragmentKey, int64, time.Time) error) error {
+	return d.err()
+}
+
+func (d downDrive) Stat(context.Context) (chunkstore.Usage, error) {
+	return chunkstore.Usage{}, d.err()
+}
+
+var (
+	_ chunkstore.Drive = (*reportingDrive)(nil)
+	_ chunkstore.Drive = downDrive{}
+)

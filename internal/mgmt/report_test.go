@@ -1,0 +1,98 @@
+package mgmt
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+)
+
+// localDrives serves real drive directories wrapped for fault injection.
+type localDrives struct {
+	drives map[placement.DriveID]*chunkstore.FaultyDrive
+	calls  atomic.Int64
+}
+
+func (l *localDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	l.calls.Add(1)
+	return l.drives[id], nil
+}
+
+type countingReporter struct {
+	n    atomic.Int64
+	wait time.Duration
+}
+
+func (r *countingReporter) DriveUnreachable(ctx context.Context, id placement.DriveID) error {
+	r.n.Add(1)
+	time.Sleep(r.wait)
+	return nil
+}
+
+func TestReportingDrives(t *testing.T) {
+	ctx := context.Background()
+	ld, err := chunkstore.Open(t.TempDir(), chunkstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ld.Close() })
+	fd := chunkstore.WithFaults(ld)
+	inner := &localDrives{drives: map[placement.DriveID]*chunkstore.FaultyDrive{3: fd}}
+	rep := &countingReporter{wait: 200 * time.Millisecond}
+	drives := ReportingDrives(inner, rep)
+	m := &clustermap.Map{Epoch: 7, Drives: []clustermap.Drive{{ID: 3, State: clustermap.StateUp}}}
+	key := erasure.FragmentKey{Ino: 1, Stripe: 2, Gen: 3}
+
+	t.Run("other errors pass unreported", func(t *testing.T) {
+		d, _ := drives.Drive(m, 3)
+		if _, err := d.ReadFragment(ctx, key, 0, -1, nil); !errors.Is(err, chunkstore.ErrNotFound) || errors.Is(err, rpc.ErrUnavailable) {
+			t.Fatalf("read of a missing fragment: %v", err)
+		}
+		if rep.n.Load() != 0 {
+			t.Fatal("a missing fragment was reported as an unreachable drive")
+		}
+	})
+	t.Run("offline: one report, errors unavailable", func(t *testing.T) {
+		fd.Offline()
+		defer fd.Online()
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, _ := drives.Drive(m, 3)
+				errs[i] = d.WriteFragment(ctx, key, make([]byte, chunkstore.Align))
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if !errors.Is(err, rpc.ErrUnavailable) || !errors.Is(err, chunkstore.ErrOffline) {
+				t.Fatalf("write to an offline drive: %v, want ErrUnavailable and ErrOffline", err)
+			}
+		}
+		if n := rep.n.Load(); n != 1 {
+			t.Fatalf("%d reports for 8 concurrent failures, want 1", n)
+		}
+	})
+	t.Run("down in the map: not contacted", func(t *testing.T) {
+		down := m.Clone()
+		down.Drives[0].State = clustermap.StateDown
+		before := inner.calls.Load()
+		d, _ := drives.Drive(down, 3)
+		if _, err := d.ReadFragment(ctx, key, 0, -1, nil); !errors.Is(err, rpc.ErrUnavailable) {
+			t.Fatalf("read from a down drive: %v", err)
+		}
+		if inner.calls.Load() != before || rep.n.Load() != 1 {
+			t.Fatal("a drive the map says is down was contacted or reported")
+		}
+	})
+}
