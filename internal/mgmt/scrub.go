@@ -110,9 +110,10 @@ func (s *Service) StartScrub(ctx context.Context, pool string) error {
 		}
 		sc.mu.cancel = nil
 		summary := scrubSummary(st)
-		sc.mu.Unlock()
+		took := time.Duration(st.Finished - st.Started)
+		sc.mu.Unlock() // a new scrub may reset sc.mu.st from here on
 		cancel()
-		s.event(context.Background(), EventScrubDone, "pool/"+p.Name, summary, time.Duration(st.Finished-st.Started))
+		s.event(context.Background(), EventScrubDone, "pool/"+p.Name, summary, took)
 	}()
 	return nil
 }
