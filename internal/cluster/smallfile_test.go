@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"poolfs/internal/chunkstore"
 	"testing"
 	"time"
 
@@ -253,7 +254,8 @@ func TestMirrorLayoutInherited(t *testing.T) {
 // mirror over garbage (valid CRCs, wrong bytes): scrub sees the copies
 // disagree, finds the odd one out, and rewrites it.
 func TestScrubOutvotesBadMirrorCopy(t *testing.T) {
-	c, conn := startRebuildTest(t, Config{Drives: 12})
+	// Fragment files on disk are edited: the files drive format.
+	c, conn := startRebuildTest(t, Config{Drives: 12, DriveFormat: chunkstore.FormatFiles})
 	files := map[string][]byte{"/tiny": randBytes(t, 5000)}
 	put(t, conn, "/tiny", files["/tiny"])
 	wantScheme(t, conn, "/tiny", 0, 1, 2)
