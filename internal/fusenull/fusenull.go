@@ -161,3 +161,31 @@ func Mount(dir string, o Options) (*fuse.Server, error) {
 	}
 	return srv, nil
 }
+
+// MountLoopback mounts backing (a local directory, ideally on tmpfs) at dir
+// through go-fuse's loopback file system, with the options of the poolfs
+// mount that shape metadata operations (default_permissions, 1 s entry and
+// attribute timeouts, no negative entries, no READDIRPLUS). It is the
+// metadata ceiling of FUSE on a machine: what a create, stat or remove
+// costs through the kernel and go-fuse when the file system behind answers
+// at local speed.
+func MountLoopback(dir, backing string) (*fuse.Server, error) {
+	root, err := fs.NewLoopbackRoot(backing)
+	if err != nil {
+		return nil, err
+	}
+	sec, neg := time.Second, time.Duration(0)
+	return fs.Mount(dir, root, &fs.Options{
+		EntryTimeout:    &sec,
+		AttrTimeout:     &sec,
+		NegativeTimeout: &neg,
+		MountOptions: fuse.MountOptions{
+			FsName:             "poolfs-loopback",
+			Name:               "poolfs-loopback",
+			Options:            []string{"default_permissions"},
+			MaxWrite:           1 << 20,
+			MaxBackground:      64,
+			DisableReadDirPlus: true,
+		},
+	})
+}

@@ -37,3 +37,36 @@ func TestNullFS(t *testing.T) {
 		}
 	}
 }
+
+// The loopback mount passes the namespace and data through to its backing
+// directory.
+func TestLoopback(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no /dev/fuse: %v", err)
+		}
+		t.Skip("no /dev/fuse")
+	}
+	dir, backing := t.TempDir(), t.TempDir()
+	srv, err := MountLoopback(dir, backing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Unmount() })
+	data := []byte("through the loopback")
+	if err := os.WriteFile(filepath.Join(dir, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(backing, "f")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("backing file: %q, %v", got, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "f")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(backing, "f")); !os.IsNotExist(err) {
+		t.Fatalf("backing file after remove: %v", err)
+	}
+	if err := srv.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+}
