@@ -117,7 +117,7 @@ func poolSetCmd(g *globals) *cobra.Command {
 	var pool string
 	cmd := &cobra.Command{
 		Use:   "set rebuild-priority " + strings.Join(clustermap.Priorities, "|") + " | down-grace DURATION | small-file-threshold SIZE",
-		Short: "Change a pool setting: rebuild-priority (takes effect during a running rebuild) down-grace or small-file-threshold",
+		Short: "Change a pool setting: rebuild-priority (takes effect during a running rebuild), down-grace or small-file-threshold",
 		Long: `Change a pool setting.
 
   rebuild-priority lowest|low|medium|high|highest
@@ -131,9 +131,13 @@ func poolSetCmd(g *globals) *cobra.Command {
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var grace time.Duration
+			var threshold int64
 			switch args[0] {
 			case "small-file-threshold":
-				return setSmallFileThreshold(cmd, g, pool, args[1]) // stripe.go
+				var err error
+				if threshold, err = parseSmallFileThreshold(args[1]); err != nil { // stripe.go
+					return err
+				}
 			case "rebuild-priority":
 				if _, err := clustermap.ParsePriority(args[1]); err != nil {
 					return err
@@ -144,7 +148,7 @@ func poolSetCmd(g *globals) *cobra.Command {
 					return err
 				}
 			default:
-				return fmt.Errorf("unknown setting %q: want rebuild-priority down-grace or small-file-threshold", args[0])
+				return fmt.Errorf("unknown setting %q: want rebuild-priority, down-grace or small-file-threshold", args[0])
 			}
 			conn, err := g.connect(cmd.Context())
 			if err != nil {
@@ -158,11 +162,18 @@ func poolSetCmd(g *globals) *cobra.Command {
 				}
 				pool = m.Pools[0].Name
 			}
-			if args[0] == "down-grace" {
+			switch args[0] {
+			case "down-grace":
 				if err := conn.Mgmt.SetDownGrace(cmd.Context(), pool, grace); err != nil {
 					return err
 				}
 				fmt.Printf("pool %s: down drives are declared failed after %v\n", pool, grace)
+				return nil
+			case "small-file-threshold":
+				if err := conn.Mgmt.SetSmallFileThreshold(cmd.Context(), pool, threshold); err != nil {
+					return err
+				}
+				fmt.Printf("pool %s: small-file threshold %s\n", pool, human(threshold))
 				return nil
 			}
 			if err := conn.Mgmt.SetRebuildPriority(cmd.Context(), pool, args[1]); err != nil {

@@ -129,29 +129,14 @@ func getstripeCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// setSmallFileThreshold is `poolfs pool set small-file-threshold SIZE`.
-func setSmallFileThreshold(cmd *cobra.Command, g *globals, pool, size string) error {
+// parseSmallFileThreshold reads the SIZE of `poolfs pool set
+// small-file-threshold SIZE`.
+func parseSmallFileThreshold(size string) (int64, error) {
 	n, err := parseSize(size)
 	if err != nil || n < 0 {
-		return fmt.Errorf("small-file-threshold %q: want a size such as 64K, or 0 to turn mirroring of small files off", size)
+		return 0, fmt.Errorf("small-file-threshold %q: want a size such as 64K, or 0 to turn mirroring of small files off", size)
 	}
-	conn, err := g.connect(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if pool == "" {
-		m, err := conn.Mgmt.Map(cmd.Context())
-		if err != nil {
-			return err
-		}
-		pool = m.Pools[0].Name
-	}
-	if err := conn.Mgmt.SetSmallFileThreshold(cmd.Context(), pool, n); err != nil {
-		return err
-	}
-	fmt.Printf("pool %s: small-file threshold %s\n", pool, human(n))
-	return nil
+	return n, nil
 }
 
 // layoutString prints a layout as `getstripe` shows it.

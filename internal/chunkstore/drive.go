@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -140,4 +141,30 @@ func checkRange(off, n int64) error {
 		return fmt.Errorf("%w: range off=%d n=%d not aligned to %d", ErrInvalid, off, n, Align)
 	}
 	return nil
+}
+
+// reserve adds size bytes to used before a write, or fails with ErrFull:
+// beyond capacity, or (capacity 0) beyond the free space of the file
+// system holding dir.
+func reserve(dir string, capacity int64, used *atomic.Int64, size int64) error {
+	if capacity == 0 {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return err
+		}
+		if free := int64(st.Bavail) * st.Bsize; size > free {
+			return fmt.Errorf("%w: %d bytes wanted, file system has %d free", ErrFull, size, free)
+		}
+		used.Add(size)
+		return nil
+	}
+	for {
+		u := used.Load()
+		if u+size > capacity {
+			return fmt.Errorf("%w: %d bytes wanted, %d of %d used", ErrFull, size, u, capacity)
+		}
+		if used.CompareAndSwap(u, u+size) {
+			return nil
+		}
+	}
 }

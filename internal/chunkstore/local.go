@@ -103,28 +103,7 @@ func (d *fileDrive) check(ctx context.Context, op string, key erasure.FragmentKe
 }
 
 // reserve accounts size bytes before writing, or fails with ErrFull.
-func (d *fileDrive) reserve(size int64) error {
-	if d.capacity == 0 {
-		var st unix.Statfs_t
-		if err := unix.Statfs(d.dir, &st); err != nil {
-			return err
-		}
-		if free := int64(st.Bavail) * st.Bsize; size > free {
-			return fmt.Errorf("%w: %d bytes wanted, file system has %d free", ErrFull, size, free)
-		}
-		d.used.Add(size)
-		return nil
-	}
-	for {
-		u := d.used.Load()
-		if u+size > d.capacity {
-			return fmt.Errorf("%w: %d bytes wanted, %d of %d used", ErrFull, size, u, d.capacity)
-		}
-		if d.used.CompareAndSwap(u, u+size) {
-			return nil
-		}
-	}
-}
+func (d *fileDrive) reserve(size int64) error { return reserve(d.dir, d.capacity, &d.used, size) }
 
 func (d *fileDrive) keyLock(key erasure.FragmentKey) *sync.Mutex {
 	return &d.keyLocks[(key.Ino^key.Stripe*31^key.Gen*17^uint64(key.Index))%uint64(len(d.keyLocks))]

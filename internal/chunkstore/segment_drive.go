@@ -101,28 +101,7 @@ func (d *segmentDrive) enter(ctx context.Context) error {
 }
 
 // reserve accounts size bytes before writing, or fails with ErrFull.
-func (d *segmentDrive) reserve(size int64) error {
-	if d.capacity == 0 {
-		var st unix.Statfs_t
-		if err := unix.Statfs(d.dir, &st); err != nil {
-			return err
-		}
-		if free := int64(st.Bavail) * st.Bsize; size > free {
-			return fmt.Errorf("%w: %d bytes wanted, file system has %d free", ErrFull, size, free)
-		}
-		d.used.Add(size)
-		return nil
-	}
-	for {
-		u := d.used.Load()
-		if u+size > d.capacity {
-			return fmt.Errorf("%w: %d bytes wanted, %d of %d used", ErrFull, size, u, d.capacity)
-		}
-		if d.used.CompareAndSwap(u, u+size) {
-			return nil
-		}
-	}
-}
+func (d *segmentDrive) reserve(size int64) error { return reserve(d.dir, d.capacity, &d.used, size) }
 
 // WriteFragment implements Drive: reserve an extent at the tail of an
 // active segment, write header and data in one pwritev (O_DIRECT), then a
