@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"poolfs/internal/cluster"
 	"poolfs/internal/placement"
 	"poolfs/internal/storage"
 )
@@ -23,16 +24,13 @@ func driveCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				conn, err := g.connect(cmd.Context())
-				if err != nil {
-					return err
-				}
-				defer conn.Close()
-				if err := conn.Mgmt.FailDrive(cmd.Context(), id); err != nil {
-					return err
-				}
-				fmt.Printf("drive %v failed; rebuild started (poolfs rebuild watch)\n", id)
-				return nil
+				return g.withConn(cmd, func(conn *cluster.Conn) error {
+					if err := conn.Mgmt.FailDrive(cmd.Context(), id); err != nil {
+						return err
+					}
+					fmt.Printf("drive %v failed; rebuild started (poolfs rebuild watch)\n", id)
+					return nil
+				})
 			},
 		},
 		&cobra.Command{
@@ -44,17 +42,14 @@ func driveCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				conn, err := g.connect(cmd.Context())
-				if err != nil {
-					return err
-				}
-				defer conn.Close()
-				nid, err := conn.Mgmt.ReplaceDrive(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-				fmt.Printf("drive %v replaced by %v; rebalancing (poolfs rebuild watch)\n", id, nid)
-				return nil
+				return g.withConn(cmd, func(conn *cluster.Conn) error {
+					nid, err := conn.Mgmt.ReplaceDrive(cmd.Context(), id)
+					if err != nil {
+						return err
+					}
+					fmt.Printf("drive %v replaced by %v; rebalancing (poolfs rebuild watch)\n", id, nid)
+					return nil
+				})
 			},
 		},
 		driveAddCmd(g),
@@ -70,17 +65,14 @@ func driveAddCmd(g *globals) *cobra.Command {
 		Short: "Add a new empty drive to a pool; about 1/N of the data moves onto it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			id, err := conn.Mgmt.AddDrive(cmd.Context(), pool)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("drive %v added; rebalancing (poolfs rebuild watch)\n", id)
-			return nil
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				id, err := conn.Mgmt.AddDrive(cmd.Context(), pool)
+				if err != nil {
+					return err
+				}
+				fmt.Printf("drive %v added; rebalancing (poolfs rebuild watch)\n", id)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&pool, "pool", "", "pool to grow (default: the first)")
@@ -130,23 +122,20 @@ func driveFaultCmd(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("fault %q: want fail, heal, offline, online, corrupt FRACTION or slow DURATION", a.Op)
 			}
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			if err := conn.Mgmt.DriveFault(cmd.Context(), a); err != nil {
-				return err
-			}
-			fmt.Printf("drive %v: %s injected\n", id, a.Op)
-			if a.Op == "offline" || a.Op == "online" {
-				if m, err := conn.Mgmt.Map(cmd.Context()); err == nil {
-					if d, err := m.Drive(id); err == nil {
-						fmt.Printf("drive %v is %s at map epoch %d\n", id, d.State, m.Epoch)
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				if err := conn.Mgmt.DriveFault(cmd.Context(), a); err != nil {
+					return err
+				}
+				fmt.Printf("drive %v: %s injected\n", id, a.Op)
+				if a.Op == "offline" || a.Op == "online" {
+					if m, err := conn.Mgmt.Map(cmd.Context()); err == nil {
+						if d, err := m.Drive(id); err == nil {
+							fmt.Printf("drive %v is %s at map epoch %d\n", id, d.State, m.Epoch)
+						}
 					}
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }

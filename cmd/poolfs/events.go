@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"poolfs/internal/cluster"
 	"text/tabwriter"
 	"time"
 
@@ -16,29 +17,26 @@ func eventsCmd(g *globals) *cobra.Command {
 		Short: "The cluster event log: drive failures, rebuild start and end with durations, data loss",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			evs, err := conn.Mgmt.Events(cmd.Context(), 0, 0)
-			if err != nil {
-				return err
-			}
-			if limit > 0 && len(evs) > limit {
-				evs = evs[len(evs)-limit:]
-			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "time\tevent\tsubject\tduration\tmessage\t")
-			for _, e := range evs {
-				d := ""
-				if e.Duration > 0 {
-					d = time.Duration(e.Duration).Round(time.Millisecond).String()
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				evs, err := conn.Mgmt.Events(cmd.Context(), 0, 0)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", time.Unix(0, e.Time).Format("2006-01-02 15:04:05.000"),
-					e.Kind, e.Subject, d, e.Message)
-			}
-			return tw.Flush()
+				if limit > 0 && len(evs) > limit {
+					evs = evs[len(evs)-limit:]
+				}
+				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "time\tevent\tsubject\tduration\tmessage\t")
+				for _, e := range evs {
+					d := ""
+					if e.Duration > 0 {
+						d = time.Duration(e.Duration).Round(time.Millisecond).String()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", time.Unix(0, e.Time).Format("2006-01-02 15:04:05.000"),
+						e.Kind, e.Subject, d, e.Message)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().IntVarP(&limit, "last", "n", 0, "show only the last N events")

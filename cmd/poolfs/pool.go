@@ -52,20 +52,17 @@ func poolCreateCmd(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("--layout %q: declustered or grouped", layout)
 			}
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			if _, err := conn.Mgmt.CreatePool(cmd.Context(), spec); err != nil {
-				return err
-			}
-			st, err := conn.Mgmt.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			printPools(os.Stdout, st)
-			return nil
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				if _, err := conn.Mgmt.CreatePool(cmd.Context(), spec); err != nil {
+					return err
+				}
+				st, err := conn.Mgmt.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				printPools(os.Stdout, st)
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -84,17 +81,14 @@ func poolListCmd(g *globals) *cobra.Command {
 		Short: "List pools with their capacity",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			st, err := conn.Mgmt.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			printPools(os.Stdout, st)
-			return nil
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				st, err := conn.Mgmt.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				printPools(os.Stdout, st)
+				return nil
+			})
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"poolfs/internal/cluster"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/mgmt"
 )
@@ -20,54 +21,48 @@ func rebuildCmd(g *globals) *cobra.Command {
 		Short: "Degraded and critical stripes, and the running rebuild: percent, bytes, rate, ETA",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			st, err := conn.Mgmt.Rebuild(cmd.Context())
-			if err != nil {
-				return err
-			}
-			printRebuild(os.Stdout, st)
-			return nil
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				st, err := conn.Mgmt.Rebuild(cmd.Context())
+				if err != nil {
+					return err
+				}
+				printRebuild(os.Stdout, st)
+				return nil
+			})
 		},
 	}, &cobra.Command{
 		Use:   "watch",
 		Short: "A live progress bar of the running rebuild or rebalance, until it ends",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			var b *bar
-			seen := false
-			for {
-				st, err := conn.Mgmt.Rebuild(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if st.Active {
-					if b == nil {
-						b = newBar(st.Bytes, st.Kind, false)
-						seen = true
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				var b *bar
+				seen := false
+				for {
+					st, err := conn.Mgmt.Rebuild(cmd.Context())
+					if err != nil {
+						return err
 					}
-					b.set(st.BytesDone)
-				} else if seen || st.Degraded+st.Critical+st.Misplaced == 0 {
-					if b != nil {
-						b.finish()
+					if st.Active {
+						if b == nil {
+							b = newBar(st.Bytes, st.Kind, false)
+							seen = true
+						}
+						b.set(st.BytesDone)
+					} else if seen || st.Degraded+st.Critical+st.Misplaced == 0 {
+						if b != nil {
+							b.finish()
+						}
+						printRebuild(os.Stdout, st)
+						return nil
 					}
-					printRebuild(os.Stdout, st)
-					return nil
+					select {
+					case <-cmd.Context().Done():
+						return nil
+					case <-time.After(250 * time.Millisecond):
+					}
 				}
-				select {
-				case <-cmd.Context().Done():
-					return nil
-				case <-time.After(250 * time.Millisecond):
-				}
-			}
+			})
 		},
 	})
 	return cmd
@@ -150,37 +145,34 @@ func poolSetCmd(g *globals) *cobra.Command {
 			default:
 				return fmt.Errorf("unknown setting %q: want rebuild-priority, down-grace or small-file-threshold", args[0])
 			}
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			if pool == "" {
-				m, err := conn.Mgmt.Map(cmd.Context())
-				if err != nil {
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				if pool == "" {
+					m, err := conn.Mgmt.Map(cmd.Context())
+					if err != nil {
+						return err
+					}
+					pool = m.Pools[0].Name
+				}
+				switch args[0] {
+				case "down-grace":
+					if err := conn.Mgmt.SetDownGrace(cmd.Context(), pool, grace); err != nil {
+						return err
+					}
+					fmt.Printf("pool %s: down drives are declared failed after %v\n", pool, grace)
+					return nil
+				case "small-file-threshold":
+					if err := conn.Mgmt.SetSmallFileThreshold(cmd.Context(), pool, threshold); err != nil {
+						return err
+					}
+					fmt.Printf("pool %s: small-file threshold %s\n", pool, human(threshold))
+					return nil
+				}
+				if err := conn.Mgmt.SetRebuildPriority(cmd.Context(), pool, args[1]); err != nil {
 					return err
 				}
-				pool = m.Pools[0].Name
-			}
-			switch args[0] {
-			case "down-grace":
-				if err := conn.Mgmt.SetDownGrace(cmd.Context(), pool, grace); err != nil {
-					return err
-				}
-				fmt.Printf("pool %s: down drives are declared failed after %v\n", pool, grace)
+				fmt.Printf("pool %s: rebuild priority %s\n", pool, args[1])
 				return nil
-			case "small-file-threshold":
-				if err := conn.Mgmt.SetSmallFileThreshold(cmd.Context(), pool, threshold); err != nil {
-					return err
-				}
-				fmt.Printf("pool %s: small-file threshold %s\n", pool, human(threshold))
-				return nil
-			}
-			if err := conn.Mgmt.SetRebuildPriority(cmd.Context(), pool, args[1]); err != nil {
-				return err
-			}
-			fmt.Printf("pool %s: rebuild priority %s\n", pool, args[1])
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&pool, "pool", "", "pool (default: the first)")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"poolfs/internal/cluster"
 	"poolfs/internal/mgmt"
 )
 
@@ -23,25 +24,22 @@ func statusCmd(g *globals) *cobra.Command {
 		Short: "Health, capacity, drives and PG balance of the cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			st, err := conn.Mgmt.Status(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			fmt.Printf("cluster: %s   health: %s   map epoch: %d\n", st.Name, strings.ToUpper(st.Health), st.Epoch)
-			printPools(os.Stdout, st)
-			printRebuild(os.Stdout, &st.Rebuild)
-			printDrives(os.Stdout, st)
-			return nil
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				st, err := conn.Mgmt.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(os.Stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(st)
+				}
+				fmt.Printf("cluster: %s   health: %s   map epoch: %d\n", st.Name, strings.ToUpper(st.Health), st.Epoch)
+				printPools(os.Stdout, st)
+				printRebuild(os.Stdout, &st.Rebuild)
+				printDrives(os.Stdout, st)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "machine-readable output")
@@ -108,21 +106,18 @@ func gcCmd(g *globals) *cobra.Command {
 		Short: "Collect garbage now: replaced generations, and with --orphans fragments never committed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			conn, err := g.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			rep, err := conn.Mgmt.GC(cmd.Context(), a)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("gc: %d queued generations (%d fragments), %d orphan fragments of %d scanned, %d unfinished puts, in %s\n",
-				rep.Queued, rep.Fragments, rep.Orphans, rep.Scanned, rep.TempFiles, time.Duration(rep.DurationNanos).Round(time.Millisecond))
-			for _, e := range rep.Errors {
-				fmt.Fprintln(os.Stderr, "gc:", e)
-			}
-			return nil
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				rep, err := conn.Mgmt.GC(cmd.Context(), a)
+				if err != nil {
+					return err
+				}
+				fmt.Printf("gc: %d queued generations (%d fragments), %d orphan fragments of %d scanned, %d unfinished puts, in %s\n",
+					rep.Queued, rep.Fragments, rep.Orphans, rep.Scanned, rep.TempFiles, time.Duration(rep.DurationNanos).Round(time.Millisecond))
+				for _, e := range rep.Errors {
+					fmt.Fprintln(os.Stderr, "gc:", e)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&a.Orphans, "orphans", false, "also scan every drive for uncommitted fragments and remove unfinished puts")

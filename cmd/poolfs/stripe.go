@@ -27,58 +27,55 @@ narrow stripe uses the first K+M drives of its placement group.`,
 				return fmt.Errorf("setstripe: --scheme and --mirror exclude each other")
 			}
 			ctx := cmd.Context()
-			conn, err := g.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			a, err := conn.Client.Resolve(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if a.Type != meta.TypeDir {
-				return fmt.Errorf("setstripe %s: %w", args[0], meta.ErrNotDir)
-			}
-			l := a.Layout
-			if unit != "" {
-				n, err := parseSize(unit)
-				if err != nil || n <= 0 || n > 1<<32-1 {
-					return fmt.Errorf("--unit %q: want e.g. 1M", unit)
-				}
-				l.Unit = uint32(n)
-			}
-			switch {
-			case scheme != "":
-				if l.K, l.M, err = cluster.ParseScheme(scheme); err != nil {
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				a, err := conn.Client.Resolve(ctx, args[0])
+				if err != nil {
 					return err
 				}
-				l.Mirror = false
-			case mirror != 0:
-				if mirror < 1 {
-					return fmt.Errorf("--mirror %d: want at least 1 copy", mirror)
+				if a.Type != meta.TypeDir {
+					return fmt.Errorf("setstripe %s: %w", args[0], meta.ErrNotDir)
 				}
-				l.K, l.M, l.Mirror = 1, mirror-1, true
-			}
-			if err := l.Validate(); err != nil {
-				return fmt.Errorf("setstripe %s: %w", args[0], err)
-			}
-			m, err := conn.Client.Map(ctx)
-			if err != nil {
-				return err
-			}
-			p, err := m.Pool(l.Pool)
-			if err != nil {
-				return err
-			}
-			if width := p.K + p.M; l.Width() > width {
-				return fmt.Errorf("setstripe %s: %s: pool %q places stripes on %d drives (%d+%d); a layout may use at most %d",
-					args[0], schemeString(l.K, l.M, l.Mirror), p.Name, width, p.K, p.M, width)
-			}
-			if err := conn.Meta.SetLayout(ctx, a.Ino, l); err != nil {
-				return fmt.Errorf("setstripe %s: %w", args[0], err)
-			}
-			fmt.Println(layoutString(l))
-			return nil
+				l := a.Layout
+				if unit != "" {
+					n, err := parseSize(unit)
+					if err != nil || n <= 0 || n > 1<<32-1 {
+						return fmt.Errorf("--unit %q: want e.g. 1M", unit)
+					}
+					l.Unit = uint32(n)
+				}
+				switch {
+				case scheme != "":
+					if l.K, l.M, err = cluster.ParseScheme(scheme); err != nil {
+						return err
+					}
+					l.Mirror = false
+				case mirror != 0:
+					if mirror < 1 {
+						return fmt.Errorf("--mirror %d: want at least 1 copy", mirror)
+					}
+					l.K, l.M, l.Mirror = 1, mirror-1, true
+				}
+				if err := l.Validate(); err != nil {
+					return fmt.Errorf("setstripe %s: %w", args[0], err)
+				}
+				m, err := conn.Client.Map(ctx)
+				if err != nil {
+					return err
+				}
+				p, err := m.Pool(l.Pool)
+				if err != nil {
+					return err
+				}
+				if width := p.K + p.M; l.Width() > width {
+					return fmt.Errorf("setstripe %s: %s: pool %q places stripes on %d drives (%d+%d); a layout may use at most %d",
+						args[0], schemeString(l.K, l.M, l.Mirror), p.Name, width, p.K, p.M, width)
+				}
+				if err := conn.Meta.SetLayout(ctx, a.Ino, l); err != nil {
+					return fmt.Errorf("setstripe %s: %w", args[0], err)
+				}
+				fmt.Println(layoutString(l))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&unit, "unit", "", "stripe unit: bytes of one data fragment, e.g. 1M (default: keep)")
@@ -95,34 +92,31 @@ func getstripeCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			conn, err := g.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			a, err := conn.Client.Resolve(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Printf("%s: %s\n", args[0], layoutString(a.Layout))
-			if a.Type != meta.TypeFile {
-				return nil
-			}
-			recs, err := conn.Meta.Stripes(ctx, a.Ino, 0, ^uint64(0))
-			if err != nil {
-				return err
-			}
-			sb := uint64(client.StripeBytes(a.Layout))
-			fmt.Printf("size %d, stripes %d of %d (%d bytes each; holes are not stored)\n",
-				a.Size, len(recs), (a.Size+sb-1)/sb, sb)
-			for i, r := range recs {
-				if i >= 8 && !all {
-					fmt.Printf("... %d more (--all lists them)\n", len(recs)-i)
-					break
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				a, err := conn.Client.Resolve(ctx, args[0])
+				if err != nil {
+					return err
 				}
-				fmt.Printf("stripe %d: %s\n", r.Stripe, stripeString(a.Layout, r))
-			}
-			return nil
+				fmt.Printf("%s: %s\n", args[0], layoutString(a.Layout))
+				if a.Type != meta.TypeFile {
+					return nil
+				}
+				recs, err := conn.Meta.Stripes(ctx, a.Ino, 0, ^uint64(0))
+				if err != nil {
+					return err
+				}
+				sb := uint64(client.StripeBytes(a.Layout))
+				fmt.Printf("size %d, stripes %d of %d (%d bytes each; holes are not stored)\n",
+					a.Size, len(recs), (a.Size+sb-1)/sb, sb)
+				for i, r := range recs {
+					if i >= 8 && !all {
+						fmt.Printf("... %d more (--all lists them)\n", len(recs)-i)
+						break
+					}
+					fmt.Printf("stripe %d: %s\n", r.Stripe, stripeString(a.Layout, r))
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "list every stripe (default: the first 8)")
