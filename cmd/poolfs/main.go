@@ -85,3 +85,13 @@ func newRoot() *cobra.Command {
 func (g *globals) connect(ctx context.Context) (*cluster.Conn, error) {
 	return cluster.Connect(ctx, g.dir, clientOptions())
 }
+
+// withConn runs fn with a connection to the cluster, closed afterwards.
+func (g *globals) withConn(cmd *cobra.Command, fn func(conn *cluster.Conn) error) error {
+	conn, err := g.connect(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return fn(conn)
+}

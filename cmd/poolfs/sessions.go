@@ -13,16 +13,6 @@ import (
 	"poolfs/internal/meta"
 )
 
-// withConn runs fn with a connection to the cluster, closed afterwards.
-func (g *globals) withConn(cmd *cobra.Command, fn func(conn *cluster.Conn) error) error {
-	conn, err := g.connect(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return fn(conn)
-}
-
 func sessionsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
