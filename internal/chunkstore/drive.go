@@ -168,3 +168,17 @@ func reserve(dir string, capacity int64, used *atomic.Int64, size int64) error {
 		}
 	}
 }
+
+// usage is a drive's Stat: capacity 0 means used bytes plus the free space
+// of the file system holding dir.
+func usage(dir string, capacity, used, frags int64) (Usage, error) {
+	u := Usage{Capacity: capacity, Used: used, Fragments: frags}
+	if u.Capacity == 0 {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return Usage{}, fmt.Errorf("drive %s: statfs: %w", dir, err)
+		}
+		u.Capacity = u.Used + int64(st.Bavail)*st.Bsize
+	}
+	return u, nil
+}

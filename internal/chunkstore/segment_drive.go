@@ -396,15 +396,7 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
-	u := Usage{Capacity: d.capacity, Used: d.used.Load(), Fragments: d.frags.Load()}
-	if u.Capacity == 0 {
-		var st unix.Statfs_t
-		if err := unix.Statfs(d.dir, &st); err != nil {
-			return Usage{}, fmt.Errorf("drive %s: statfs: %w", d.dir, err)
-		}
-		u.Capacity = u.Used + int64(st.Bavail)*st.Bsize
-	}
-	return u, nil
+	return usage(d.dir, d.capacity, d.used.Load(), d.frags.Load())
 }
 
 // retire stops reservations in s; the last writer to release it seals it.

@@ -513,20 +513,7 @@ func (s *Service) reportLost(ctx context.Context, lost []recovery.Stripe) {
 	if len(byIno) == 0 {
 		return
 	}
-	paths := s.pathsOf(ctx, byIno)
-	var files []LostFile
-	for ino, ss := range byIno {
-		sort.Slice(ss, func(i, j int) bool { return ss[i] < ss[j] })
-		files = append(files, LostFile{Ino: ino, Path: paths[ino], Stripes: ss})
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Ino < files[j].Ino })
-	for _, f := range files {
-		name := f.Path
-		if name == "" {
-			name = fmt.Sprintf("inode %d", f.Ino)
-		}
-		s.event(ctx, EventDataLost, name, fmt.Sprintf("inode %d lost stripes %v: more fragments gone than parity covers", f.Ino, f.Stripes), 0)
-	}
+	files := s.lostFileEvents(ctx, byIno, "inode %d lost stripes %v: more fragments gone than parity covers")
 	co.mu.Lock()
 	co.mu.st.Lost = append(co.mu.st.Lost, files...)
 	co.mu.Unlock()
@@ -576,4 +563,24 @@ func human(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %ciB", f, u[i])
+}
+
+// lostFileEvents names the files of lost stripes (inode -> stripes), sorted,
+// and writes a data.lost event for each with msg (format: inode, stripes).
+func (s *Service) lostFileEvents(ctx context.Context, lost map[uint64][]uint64, msg string) []LostFile {
+	paths := s.pathsOf(ctx, lost)
+	var files []LostFile
+	for ino, ss := range lost {
+		sort.Slice(ss, func(i, j int) bool { return ss[i] < ss[j] })
+		files = append(files, LostFile{Ino: ino, Path: paths[ino], Stripes: ss})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Ino < files[j].Ino })
+	for _, f := range files {
+		name := f.Path
+		if name == "" {
+			name = fmt.Sprintf("inode %d", f.Ino)
+		}
+		s.event(ctx, EventDataLost, name, fmt.Sprintf(msg, f.Ino, f.Stripes), 0)
+	}
+	return files
 }

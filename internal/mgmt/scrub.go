@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -273,20 +272,7 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 }
 
 func (s *Service) reportScrubLost(ctx context.Context, lost map[uint64][]uint64) {
-	paths := s.pathsOf(ctx, lost)
-	var files []LostFile
-	for ino, ss := range lost {
-		sort.Slice(ss, func(i, j int) bool { return ss[i] < ss[j] })
-		files = append(files, LostFile{Ino: ino, Path: paths[ino], Stripes: ss})
-	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Ino < files[j].Ino })
-	for _, f := range files {
-		name := f.Path
-		if name == "" {
-			name = fmt.Sprintf("inode %d", f.Ino)
-		}
-		s.event(ctx, EventDataLost, name, fmt.Sprintf("scrub: inode %d stripes %v cannot be restored: fewer than k good fragments", f.Ino, f.Stripes), 0)
-	}
+	files := s.lostFileEvents(ctx, lost, "scrub: inode %d stripes %v cannot be restored: fewer than k good fragments")
 	sc := s.scrub()
 	sc.mu.Lock()
 	sc.mu.st.Unrecoverable = files
