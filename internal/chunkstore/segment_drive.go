@@ -400,24 +400,17 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 }
 
 // retire stops reservations in s; the last writer to release it seals it.
-func (d *segmentDrive) retire(s *segment) {
-	s.mu.Lock()
-	s.mu.retired = true
-	seal := s.mu.inflight == 0 && !s.mu.sealing
-	if seal {
-		s.mu.sealing = true
-	}
-	s.mu.Unlock()
-	if seal {
-		d.bg.Add(1)
-		go d.sealInBackground(s)
-	}
-}
+func (d *segmentDrive) retire(s *segment) { d.settle(s, func() { s.mu.retired = true }) }
 
 // release ends a reservation of s.
-func (d *segmentDrive) release(s *segment) {
+func (d *segmentDrive) release(s *segment) { d.settle(s, func() { s.mu.inflight-- }) }
+
+// settle applies change to s under its lock, then seals s in the
+// background if it is retired with no write in flight; only the first
+// caller to see that seals it.
+func (d *segmentDrive) settle(s *segment, change func()) {
 	s.mu.Lock()
-	s.mu.inflight--
+	change()
 	seal := s.mu.retired && s.mu.inflight == 0 && !s.mu.sealing
 	if seal {
 		s.mu.sealing = true
