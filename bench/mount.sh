@@ -5,6 +5,10 @@
 #
 #   bench/mount.sh [SIZE_GIB=8] [WORKDIR=./bench/out/mount]
 #
+# poolfs runs as `poolfs up --mount` (the embedded default: metadata and
+# this machine's drives in process); POOLFS_MOUNT=client measures a
+# separate `poolfs mount` process instead, which reaches the metadata
+# service and the drives over RPC, as a client on another machine would.
 # Transfers of 1 MiB and 4 MiB, 1 and 4 processes (files of SIZE/N each), fio
 # buffered through FUSE with end_fsync for writes; caches dropped before
 # every read. Then 4 writers of one shared file (disjoint quarters), buffered
@@ -40,9 +44,13 @@ fio_bw() {
 
 "$bin" mount-null "$work/null" >/dev/null 2>&1 & pids+=($!)
 "$bin" mount-null --direct-io --parallel "$work/nulld" >/dev/null 2>&1 & pids+=($!)
-"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
-"$bin" mount -c "$work/cluster" "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
+if [ "${POOLFS_MOUNT:-embedded}" = client ]; then
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
+  for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
+  "$bin" mount -c "$work/cluster" "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
+else
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+fi
 for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && mountpoint -q "$work/nulld" && break; sleep 0.1; done
 
 echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"

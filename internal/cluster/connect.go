@@ -63,3 +63,11 @@ func (c *Conn) Close() error {
 func allErrors() *rpc.ErrorTable {
 	return rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
 }
+
+// InProcessDrives is how a client running in this process (`poolfs up
+// --mount`) reaches drives: the drives this cluster's storage server holds
+// directly, without RPC (storage.Server.InProcess), any other through
+// remote.
+func (c *Cluster) InProcessDrives(remote storage.DriveSource) client.Drives {
+	return c.storage.InProcess(remote)
+}

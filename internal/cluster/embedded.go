@@ -69,14 +69,21 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// sqliteLinger is how long the embedded SQLite engine keeps a write
+// transaction open for the updates that follow (sqlite.Options.Linger):
+// a create or unlink then costs its statements, not a COMMIT. A killed
+// `poolfs up` loses at most this much of the metadata changes no fsync
+// covered, which POSIX allows (a machine crash loses all of them).
+const sqliteLinger = 10 * time.Millisecond
+
 // OpenEngine opens the metadata engine: SQLite in dir/meta.db when url is
 // empty, else PostgreSQL at url.
 func OpenEngine(ctx context.Context, dir, url string) (meta.Engine, error) {
 	if url == "" {
 		// Deferred durability: a commit is durable at the next Sync, which
 		// fsync, close after writes, put, map changes and the collector
-		// call (see meta.Store.Sync).
-		eng, err := sqlite.OpenWith(filepath.Join(dir, "meta.db"), sqlite.Options{Deferred: true})
+		// call (see meta.Store.Sync); commits linger (sqliteLinger).
+		eng, err := sqlite.OpenWith(filepath.Join(dir, "meta.db"), sqlite.Options{Deferred: true, Linger: sqliteLinger})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: open metadata store: %w", err)
 		}

@@ -129,6 +129,23 @@ func (c *cache) apply(w writeSet) {
 	c.evictLocked()
 }
 
+// applyNow stores the writes of an update acknowledged in a lingering
+// transaction (linger.go): they are the newest state, committed or not.
+// The generation moves by two, so it stays even: there is no commit in
+// flight to mark, since the cache is ahead of SQLite, not behind it.
+func (c *cache) applyNow(w writeSet) {
+	if len(w) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.gen += 2
+	for k, v := range w {
+		c.mu.m[k] = entry{v: v, gen: c.mu.gen}
+	}
+	c.evictLocked()
+}
+
 // reset forgets everything (after a commit whose outcome is unknown).
 func (c *cache) reset() {
 	c.mu.Lock()

@@ -41,6 +41,10 @@ type Engine struct {
 
 	batches, updates atomic.Uint64 // group-commit statistics
 
+	linger       time.Duration // Options.Linger (linger.go)
+	lg           lingerState   // the lingering transaction, owned by the leader
+	committedGen atomic.Uint64 // with linger: cache generation committed to SQLite
+
 	r stmts // prepared on rdb
 	w stmts // prepared on wdb
 }
@@ -82,6 +86,8 @@ var _ meta.Engine = (*Engine)(nil)
 type request struct {
 	ctx   context.Context
 	fn    func(meta.Tx) error
+	view  bool // with linger: fn is a View's, run read-only in the open transaction
+	flush bool // with linger: commit the open transaction (no fn)
 	err   error
 	panic any
 	done  chan struct{}
@@ -96,6 +102,12 @@ type Options struct {
 	// last Sync — the POSIX contract, where a create is durable once its
 	// directory is fsynced. Callers that need durability call Sync.
 	Deferred bool
+	// Linger, with Deferred, keeps a write transaction open this long for
+	// the updates that follow, which then return without waiting for a
+	// COMMIT (linger.go); Sync and Close commit it. A crash of the process
+	// then also loses the updates of the last Linger that no Sync covered.
+	// 0: every batch commits before its updates return. Needs the cache.
+	Linger time.Duration
 	// CacheEntries bounds the cache of committed values that answers
 	// most reads without SQLite (cache.go); default 131072, negative: no
 	// cache.
@@ -108,6 +120,9 @@ func Open(path string) (*Engine, error) { return OpenWith(path, Options{}) }
 
 // OpenWith opens (creating if needed) the database at path.
 func OpenWith(path string, o Options) (*Engine, error) {
+	if o.Linger < 0 || (o.Linger > 0 && (!o.Deferred || o.CacheEntries < 0)) {
+		return nil, fmt.Errorf("sqlite: Linger %v needs Deferred and the cache", o.Linger)
+	}
 	lock, err := lockFile(path)
 	if err != nil {
 		return nil, err
@@ -118,6 +133,7 @@ func OpenWith(path string, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e.lock = lock
+	e.linger = o.Linger
 	switch {
 	case o.CacheEntries == 0:
 		e.cache = newCache(defaultCacheEntries)
@@ -216,9 +232,14 @@ func (e *Engine) Close() error {
 			q.idle.Wait()
 		}
 		q.Unlock()
+		// No one leads now, and no one will: the lingering transaction
+		// is this goroutine's.
+		if e.linger > 0 {
+			err = e.commitLinger()
+		}
 		close(e.quit)
 		<-e.ckdone
-		err = e.closeDBs()
+		err = errors.Join(err, e.closeDBs())
 		if e.lock != nil {
 			err = errors.Join(err, e.lock.Close())
 		}
@@ -289,6 +310,8 @@ type writers struct {
 	queue   []*request
 	leading bool // a goroutine is running batches
 	closed  bool
+	flush   bool      // with linger: commit the open transaction when the queue is empty
+	failed  error     // with linger: a commit failed, the engine is unusable
 	idle    sync.Cond // broadcast when leading becomes false
 }
 
@@ -299,25 +322,7 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
-	q := &e.wq
-	q.Lock()
-	if q.closed {
-		q.Unlock()
-		return errClosed
-	}
-	q.queue = append(q.queue, r)
-	lead := !q.leading
-	q.leading = true
-	q.Unlock()
-	if lead {
-		e.lead(true)
-	}
-	<-r.done // once queued, wait: the batch may be committing fn's writes
-	if r.panic != nil {
-		panic(r.panic)
-	}
-	return r.err
+	return e.enqueue(&request{ctx: ctx, fn: fn, done: make(chan struct{})})
 }
 
 // lead runs batches of queued requests until the queue is empty, or, with
@@ -326,22 +331,35 @@ func (e *Engine) lead(once bool) {
 	q := &e.wq
 	for ran := false; ; ran = true {
 		q.Lock()
-		if len(q.queue) == 0 {
+		due := e.lingerDueLocked()
+		if len(q.queue) == 0 && !due {
+			q.flush = q.flush && e.lg.t != nil
 			q.leading = false
 			q.idle.Broadcast()
 			q.Unlock()
 			return
 		}
 		if once && ran {
+			// This goroutine's own request has run: let it return.
 			q.Unlock()
 			go e.lead(false)
 			return
+		}
+		if due {
+			q.flush = false
+			q.Unlock()
+			e.commitLinger() //nolint:errcheck // it fails the engine
+			continue
 		}
 		n := min(len(q.queue), maxBatch)
 		batch := q.queue[:n:n]
 		q.queue = append([]*request(nil), q.queue[n:]...)
 		q.Unlock()
-		e.runBatch(batch)
+		if e.linger > 0 {
+			e.runLinger(batch)
+		} else {
+			e.runBatch(batch)
+		}
 	}
 }
 

@@ -20,8 +20,14 @@ type syncGroup struct {
 // Sync makes every transaction committed before the call durable: it
 // fsyncs the write-ahead log (committed frames are replayed from it after
 // a crash). Concurrent calls share one fsync. With Options.Deferred unset
-// every commit is durable already and Sync only costs the fsync.
+// every commit is durable already and Sync only costs the fsync. With
+// Options.Linger, Sync first commits the open transaction.
 func (e *Engine) Sync(ctx context.Context) error {
+	if e.linger > 0 {
+		if err := e.flushLinger(ctx); err != nil {
+			return fmt.Errorf("sqlite sync %s: %w", e.path, err)
+		}
+	}
 	g := &e.syncs
 	g.mu.Lock()
 	defer g.mu.Unlock()

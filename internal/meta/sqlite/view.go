@@ -20,11 +20,21 @@ func (e *Engine) View(ctx context.Context, fn func(meta.Tx) error) error {
 	if e.cache == nil {
 		return e.viewSQL(ctx, fn)
 	}
+	if e.linger > 0 {
+		if err := e.failure(); err != nil {
+			return err
+		}
+	}
 	t := &viewTxn{e: e, ctx: ctx, gen: e.cache.generation(), seen: writeSet{}}
 	err := fn(t)
 	if t.sql != nil {
 		t.sql.tx.Rollback() //nolint:errcheck // read-only
 		e.cache.fill(t.fillGen, t.sql.reads)
+	}
+	if t.writer {
+		// The cache lacked a key while it held updates SQLite has not
+		// committed yet: read where they are.
+		return e.viewOnWriter(ctx, fn)
 	}
 	if t.conflict {
 		// The cache and the snapshot disagreed on a key fn had read:
@@ -40,6 +50,9 @@ func (e *Engine) viewSQL(ctx context.Context, fn func(meta.Tx) error) error {
 	var gen uint64
 	if e.cache != nil {
 		gen = e.cache.generation()
+	}
+	if e.dirty(gen) {
+		return e.viewOnWriter(ctx, fn)
 	}
 	t, err := e.beginView(ctx)
 	if err != nil {
@@ -81,6 +94,7 @@ type viewTxn struct {
 	fillGen  uint64   // generation before sql began
 	atGen    bool     // sql is known to be the state at gen: the cache still serves
 	conflict bool
+	writer   bool // with linger: the engine was dirty, run on the write connection
 }
 
 var _ meta.Tx = (*viewTxn)(nil)
@@ -138,10 +152,14 @@ func (t *viewTxn) Scan(start, end []byte, limit int, fn func(key, value []byte) 
 // no commit began since gen (even), else it must agree with every value
 // already returned.
 func (t *viewTxn) toSQL() error {
-	if t.conflict {
+	if t.conflict || t.writer {
 		return errViewConflict
 	}
 	t.fillGen = t.e.cache.generation()
+	if t.e.dirty(t.fillGen) {
+		t.writer = true
+		return errViewConflict
+	}
 	s, err := t.e.beginView(t.ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"poolfs/internal/meta"
+)
+
+// Lingering transactions (Options.Linger).
+//
+// A COMMIT costs far more than the statements of a typical update (a
+// create is half a dozen puts): with Linger, the write connection keeps
+// one transaction open for up to Linger, every Update runs in a savepoint
+// of it and returns as soon as its savepoint is released, and the
+// transaction commits when it is Linger old, when it holds
+// maxLingerUpdates updates, at Sync and at Close. That is the group commit
+// of a journalling file system in time rather than in concurrency, and it
+// keeps the engine's promise unchanged: Deferred already made a commit
+// durable only at the next Sync; now an update is also visible to other
+// processes only then (none can read the file: the engine holds it
+// exclusively).
+//
+// Visibility inside the process. An Update's writes go to the cache when
+// its savepoint is released (applyNow), so the cache holds the
+// acknowledged state, ahead of what SQLite has committed. committedGen is
+// the cache generation up to which every write is committed. A View reads
+// the cache as before; one that misses it while the engine is dirty
+// (generation > committedGen) runs again on the write connection, inside
+// the open transaction (a view request in the writers' queue), where it
+// sees every acknowledged update; a clean engine's Views use the read
+// connections as before.
+//
+// Failure. If the COMMIT fails, updates that were acknowledged are lost:
+// the engine fails for good (every later call returns the error) rather
+// than let anyone read around the hole. The statements of a lingering
+// transaction run with a context that is never cancelled, because SQLite
+// rolls back the whole transaction when a statement of it is interrupted.
+
+// maxLingerUpdates bounds the updates in one lingering transaction.
+const maxLingerUpdates = 4096
+
+// lingerState is the open transaction. It is owned by the goroutine that
+// leads the writers' queue (wq.leading), like every use of the write
+// connection.
+type lingerState struct {
+	t     *txn // nil: no transaction open
+	since time.Time
+	n     int
+	timer *time.Timer
+}
+
+// due reports whether the open transaction should commit now.
+func (e *Engine) lingerDueLocked() bool {
+	lg := &e.lg
+	return lg.t != nil && (e.wq.flush || time.Since(lg.since) >= e.linger || lg.n >= maxLingerUpdates)
+}
+
+// lingerFire asks the leader, or becomes the leader, to commit the open
+// transaction that has lingered long enough.
+func (e *Engine) lingerFire() {
+	q := &e.wq
+	q.Lock()
+	if q.closed {
+		q.Unlock()
+		return
+	}
+	q.flush = true
+	if q.leading {
+		q.Unlock()
+		return
+	}
+	q.leading = true
+	q.Unlock()
+	e.lead(false)
+}
+
+// beginLinger opens the lingering transaction.
+func (e *Engine) beginLinger() error {
+	tx, err := e.wdb.BeginTx(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("sqlite begin: %w", err)
+	}
+	e.lg.t = &txn{ctx: context.Background(), tx: tx, write: true, base: &e.w, cache: e.cache, reads: writeSet{}}
+	e.lg.since, e.lg.n = time.Now(), 0
+	e.lg.timer = time.AfterFunc(e.linger, e.lingerFire)
+	return nil
+}
+
+// commitLinger commits the open transaction. A failure fails the engine.
+func (e *Engine) commitLinger() error {
+	lg := &e.lg
+	if lg.t == nil {
+		return nil
+	}
+	lg.timer.Stop()
+	gen := e.cache.generation() // only the leader changes it
+	err := lg.t.tx.Commit()
+	lg.t = nil
+	e.batches.Add(1)
+	if err != nil {
+		err = fmt.Errorf("sqlite commit: %w (updates since the last commit are lost; restart the metadata service)", err)
+		e.cache.reset()
+		e.setFailed(err)
+		return err
+	}
+	e.committedGen.Store(gen)
+	return nil
+}
+
+func (e *Engine) setFailed(err error) {
+	e.wq.Lock()
+	if e.wq.failed == nil {
+		e.wq.failed = err
+	}
+	e.wq.Unlock()
+}
+
+// failure returns the error the engine failed with, or nil.
+func (e *Engine) failure() error {
+	e.wq.Lock()
+	defer e.wq.Unlock()
+	return e.wq.failed
+}
+
+// runLinger runs a batch of requests in the lingering transaction and
+// acknowledges each as soon as it has run; flush requests are answered
+// once the transaction committed.
+func (e *Engine) runLinger(batch []*request) {
+	e.updates.Add(uint64(len(batch)))
+	flush := false
+	for _, r := range batch {
+		if r.flush {
+			flush = true
+			continue
+		}
+		e.runLingerOne(r)
+		close(r.done)
+	}
+	if !flush {
+		return
+	}
+	err := e.commitLinger()
+	if err == nil {
+		err = e.failure()
+	}
+	for _, r := range batch {
+		if r.flush {
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
+func (e *Engine) runLingerOne(r *request) {
+	if r.err = r.ctx.Err(); r.err != nil {
+		return
+	}
+	if r.err = e.failure(); r.err != nil {
+		return
+	}
+	if e.lg.t == nil {
+		if r.err = e.beginLinger(); r.err != nil {
+			return
+		}
+	}
+	t := e.lg.t
+	t.startRequest()
+	if r.view {
+		t.write = false
+		r.panic, r.err = run(r.fn, t)
+		t.write = true
+	} else {
+		if _, err := t.tx.Exec(`SAVEPOINT u`); err != nil {
+			r.err = e.abortLinger(fmt.Errorf("sqlite savepoint: %w", err))
+			return
+		}
+		r.panic, r.err = run(r.fn, t)
+		if r.err != nil || r.panic != nil {
+			if _, err := t.tx.Exec(`ROLLBACK TO u`); err != nil {
+				r.err = e.abortLinger(fmt.Errorf("sqlite rollback to savepoint: %w", err))
+				return
+			}
+		}
+		if _, err := t.tx.Exec(`RELEASE u`); err != nil {
+			r.err = e.abortLinger(fmt.Errorf("sqlite release savepoint: %w", err))
+			return
+		}
+		if r.err == nil && r.panic == nil {
+			e.cache.applyNow(t.req)
+			e.lg.n++
+		}
+	}
+	// What the request read from SQLite is the acknowledged state.
+	e.cache.fill(e.cache.generation(), t.reads)
+	t.reads = writeSet{}
+}
+
+// abortLinger fails the engine after the open transaction broke (a
+// savepoint statement failed): acknowledged updates in it are lost.
+func (e *Engine) abortLinger(err error) error {
+	e.lg.timer.Stop()
+	e.lg.t.tx.Rollback() //nolint:errcheck // the engine fails either way
+	e.lg.t = nil
+	e.cache.reset()
+	err = fmt.Errorf("%w (updates since the last commit are lost; restart the metadata service)", err)
+	e.setFailed(err)
+	return err
+}
+
+// enqueue adds r to the writers' queue, leading if no one does, and waits
+// for it.
+func (e *Engine) enqueue(r *request) error {
+	q := &e.wq
+	q.Lock()
+	if q.closed {
+		q.Unlock()
+		return errClosed
+	}
+	if q.failed != nil {
+		err := q.failed
+		q.Unlock()
+		return err
+	}
+	q.queue = append(q.queue, r)
+	lead := !q.leading
+	q.leading = true
+	q.Unlock()
+	if lead {
+		e.lead(true)
+	}
+	<-r.done
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	return r.err
+}
+
+// viewOnWriter runs a View's fn inside the lingering transaction.
+func (e *Engine) viewOnWriter(ctx context.Context, fn func(meta.Tx) error) error {
+	return e.enqueue(&request{ctx: ctx, fn: fn, view: true, done: make(chan struct{})})
+}
+
+// flushLinger commits the lingering transaction, if any.
+func (e *Engine) flushLinger(ctx context.Context) error {
+	err := e.enqueue(&request{ctx: ctx, flush: true, done: make(chan struct{})})
+	if errors.Is(err, errClosed) {
+		return nil // Close committed it
+	}
+	return err
+}
+
+// dirty reports whether the cache holds acknowledged writes not yet
+// committed, at generation gen.
+func (e *Engine) dirty(gen uint64) bool {
+	return e.linger > 0 && gen != e.committedGen.Load()
+}

@@ -1,0 +1,63 @@
+package storage
+
+import (
+	"context"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+)
+
+// DriveSource resolves the drives of a cluster map (a Dialer does, over RPC).
+type DriveSource interface {
+	Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error)
+}
+
+// InProcess resolves drives for a client that runs in the same process as
+// s (`poolfs up --mount`): a drive s serves is used directly, so fragments
+// go between the drive and the client's stripe buffers without crossing a
+// socket (two copies and a TCP stack fewer per byte); any other drive comes
+// from remote. Direct use is client I/O to the rebuild gate exactly as an
+// RPC request to s would be, so rebuild priority works the same. The
+// drives' errors are the same sentinels an RPC client sees.
+func (s *Server) InProcess(remote DriveSource) DriveSource {
+	return inProcess{s: s, remote: remote}
+}
+
+type inProcess struct {
+	s      *Server
+	remote DriveSource
+}
+
+func (p inProcess) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	if d, err := p.s.Drive(id); err == nil {
+		return gatedDrive{Drive: d, id: id, gate: &p.s.gate}, nil
+	}
+	return p.remote.Drive(m, id)
+}
+
+// gatedDrive is a served drive used in process: its fragment reads,
+// writes and deletes count as client I/O, as storage.Read/Write/Delete do.
+type gatedDrive struct {
+	chunkstore.Drive
+	id   placement.DriveID
+	gate *ioGate
+}
+
+var _ chunkstore.Drive = gatedDrive{}
+
+func (g gatedDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+	defer g.gate.client(g.id)()
+	return g.Drive.WriteFragment(ctx, key, frag)
+}
+
+func (g gatedDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	defer g.gate.client(g.id)()
+	return g.Drive.ReadFragment(ctx, key, off, n, dst)
+}
+
+func (g gatedDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
+	defer g.gate.client(g.id)()
+	return g.Drive.DeleteFragment(ctx, key)
+}
