@@ -22,7 +22,19 @@ const codecV2 = 2
 type inode struct {
 	Attr
 	Parent Ino // directories only; 0 otherwise
+	// clean says what the inode is known never to have had, so that
+	// destroying it needs no scan for them (an unlink of an empty file
+	// is then a few point writes). Records written before the field
+	// existed decode as 0: nothing known, everything is scanned.
+	clean uint8
 }
+
+// Bits of inode.clean.
+const (
+	cleanNoXattrs  = 1 << iota // no extended attribute was ever set
+	cleanNoStripes             // no stripe was ever committed
+	cleanAll       = cleanNoXattrs | cleanNoStripes
+)
 
 type enc struct{ b []byte }
 
@@ -153,6 +165,9 @@ func appendInode(b []byte, n *inode) []byte {
 	}
 	e.uv(uint64(n.Parent))
 	e.str(n.Target)
+	if n.clean != 0 { // optional trailing field, absent when 0
+		e.uv(uint64(n.clean))
+	}
 	return e.b
 }
 
@@ -187,6 +202,11 @@ func decodeInode(ino Ino, b []byte) (inode, error) {
 	}
 	n.Parent = Ino(d.u64())
 	n.Target = d.str(MaxTargetLen)
+	if d.err == nil && len(d.b) > 0 {
+		if n.clean = uint8(d.uv(cleanAll)); n.clean == 0 && d.err == nil {
+			d.fail("clean flags 0 are written as none") // one encoding per inode
+		}
+	}
 	return n, d.end(fmt.Sprintf("inode %d", ino))
 }
 

@@ -123,7 +123,8 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 			return err
 		}
 		n := inode{Attr: Attr{Ino: Ino(ino), Type: typ, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Nlink: 1,
-			Atime: o.now, Mtime: o.now, Ctime: o.now, Rdev: in.Rdev, Layout: p.Layout, Target: in.Target}}
+			Atime: o.now, Mtime: o.now, Ctime: o.now, Rdev: in.Rdev, Layout: p.Layout, Target: in.Target},
+			clean: cleanAll}
 		if typ == TypeDir {
 			n.Nlink, n.Parent = 2, parent
 			p.Nlink++
@@ -302,7 +303,7 @@ func (o *op) dropLink(n *inode) error {
 
 // destroy deletes inode n and sends its stripes to the GC queue.
 func (o *op) destroy(n *inode) error {
-	if n.Type == TypeFile {
+	if n.Type == TypeFile && n.clean&cleanNoStripes == 0 {
 		if err := o.dropStripes(n, 0); err != nil {
 			return err
 		}
@@ -310,8 +311,10 @@ func (o *op) destroy(n *inode) error {
 	if err := o.tx.Delete(openKey(n.Ino)); err != nil {
 		return err
 	}
-	if err := o.dropXattrs(n.Ino); err != nil {
-		return err
+	if n.clean&cleanNoXattrs == 0 {
+		if err := o.dropXattrs(n.Ino); err != nil {
+			return err
+		}
 	}
 	if err := o.tx.Delete(inodeKey(n.Ino)); err != nil {
 		return err

@@ -129,6 +129,7 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 			return err
 		}
 		n.Size = max(n.Size, newSize)
+		n.clean &^= cleanNoStripes
 		n.Mtime, n.Ctime = o.now, o.now
 		if mtime != 0 {
 			n.Mtime = mtime

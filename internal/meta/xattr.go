@@ -118,6 +118,7 @@ func (s *Store) SetXattr(ctx context.Context, ino Ino, name string, value []byte
 		if err := o.tx.Put(xattrKey(ino, name), value); err != nil {
 			return err
 		}
+		n.clean &^= cleanNoXattrs
 		n.Ctime = o.now
 		return o.putInode(&n)
 	})

@@ -17,6 +17,14 @@
 // A batch of one Update (a lone writer) runs without a savepoint: its
 // error rolls back the whole transaction.
 //
+// Lingering transactions (Options.Linger, linger.go) go further for a
+// Deferred engine: the transaction stays open for later Updates, which
+// return once their savepoint is released and the cache holds their
+// writes; it commits after Linger, at Sync and at Close. A View that
+// misses the cache while such writes are uncommitted runs on the write
+// connection inside the open transaction, so every View sees every
+// Update that returned before it began.
+//
 // Reads (View) run on a pool of read-only connections, each in its own
 // deferred transaction, which in WAL mode is a consistent snapshot. They
 // map the database file (mmap_size), because SQLite drops a connection's

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Metadata rates through the mount, against the FUSE ceiling and the local
+# file system, all in one run (issue 3's metadata benchmark):
+#
+#   bench/meta.sh [ITEMS=10000] [WORKDIR=./bench/out/meta]
+#
+# `poolfs bench mdtest -F -n ITEMS` (empty files: create, stat, read, remove)
+# with 1 and 2 processes, in one shared directory and in a directory per
+# process (-u), on:
+#   - poolfs: `poolfs up --mount` (SQLite, metadata in process);
+#   - the FUSE ceiling: `poolfs mount-null --loopback` over a tmpfs
+#     directory (go-fuse's loopback with the poolfs mount's options:
+#     default_permissions, 1 s entry and attribute timeouts);
+#   - the local file system of WORKDIR.
+# With POOLFS_PG=postgres://... a fourth row runs poolfs on PostgreSQL.
+# Needs /dev/fuse (root for the direct mount). Prints a Markdown table of
+# create / stat / remove per second and poolfs's share of the ceiling.
+set -euo pipefail
+items=${1:-10000}
+work=${2:-./bench/out/meta}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin/poolfs"
+(cd "$root" && go build -o "$bin" ./cmd/poolfs)
+rm -rf "$work"; mkdir -p "$work"/{local,mnt,lbm,pgm}; work=$(cd "$work" && pwd)
+lb=$(mktemp -d /dev/shm/poolfs-lb.XXXXXX)
+pids=()
+cleanup() {
+  for m in "$work/mnt" "$work/lbm" "$work/pgm"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$lb" "$work/cluster" "$work/pgcluster" "$work/local"
+}
+trap cleanup EXIT
+
+waitmount() { for _ in $(seq 200); do mountpoint -q "$1" && return 0; sleep 0.1; done; echo "no mount on $1" >&2; exit 1; }
+
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+"$bin" mount-null --loopback "$lb" "$work/lbm" >"$work/lb.log" 2>&1 & pids+=($!)
+waitmount "$work/mnt"; waitmount "$work/lbm"
+targets=("poolfs up --mount, SQLite|$work/mnt" "FUSE loopback over tmpfs (ceiling)|$work/lbm" "local file system|$work/local")
+if [ -n "${POOLFS_PG:-}" ]; then
+  "$bin" up -c "$work/pgcluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --meta "$POOLFS_PG" \
+    --mount "$work/pgm" >"$work/pgup.log" 2>&1 & pids+=($!)
+  waitmount "$work/pgm"
+  targets+=("poolfs up --mount, PostgreSQL|$work/pgm")
+fi
+
+# rates DIR TASKS UNIQUE -> "create stat remove" (ops/s, rounded)
+rates() {
+  local u=() out="$work/r.json"
+  [ "$3" = 1 ] && u=(-u)
+  "$bin" bench mdtest --dir "$1/t$RANDOM$RANDOM" -F -n "$items" -N "$2" "${u[@]}" --json "$out" >/dev/null
+  python3 - "$out" <<'PY'
+import json, sys
+ph = {p["phase"]: p["ops_per_s"]["mean"] for p in json.load(open(sys.argv[1]))["mdtest"]["runs"][0]["phases"]}
+print(" ".join(str(round(ph[k])) for k in ("file-create", "file-stat", "file-remove")))
+PY
+}
+
+declare -A res
+cases=("1 0" "1 1" "2 0" "2 1")
+for t in "${targets[@]}"; do
+  name=${t%%|*}; dir=${t#*|}
+  for c in "${cases[@]}"; do res["$name|$c"]=$(rates "$dir" $c); done
+done
+
+echo "| ops/s: create / stat / remove | 1 process, shared dir | 1 process, unique dir | 2 processes, shared | 2 processes, unique |"
+echo "|---|---|---|---|---|"
+for t in "${targets[@]}"; do
+  name=${t%%|*}; row="| $name |"
+  for c in "${cases[@]}"; do read -r a b d <<<"${res["$name|$c"]}"; row+=" $a / $b / $d |"; done
+  echo "$row"
+done
+ceil="FUSE loopback over tmpfs (ceiling)"
+row="| poolfs SQLite / ceiling |"
+for c in "${cases[@]}"; do
+  read -r a b d <<<"${res["poolfs up --mount, SQLite|$c"]}"; read -r x y z <<<"${res["$ceil|$c"]}"
+  row+=" $((100 * a / x))% / $((100 * b / y))% / $((100 * d / z))% |"
+done
+echo "$row"
