@@ -59,13 +59,21 @@ func TestDeferredSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e2.Close()
-	n := 0
-	err = e2.View(ctx, func(tx meta.Tx) error {
-		return tx.Scan(nil, nil, 0, func(k, v []byte) bool { n++; return true })
-	})
-	if err != nil || n != 100 {
-		t.Fatalf("after reopen: %d keys, %v; want 100", n, err)
+	if n := countKeys(t, e2); n != 100 {
+		t.Fatalf("after reopen: %d keys, want 100", n)
 	}
+}
+
+// countKeys counts the keys of e in one View.
+func countKeys(t *testing.T, e meta.Engine) int {
+	t.Helper()
+	n := 0
+	if err := e.View(context.Background(), func(tx meta.Tx) error {
+		return tx.Scan(nil, nil, 0, func(k, v []byte) bool { n++; return true })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestConformanceLinger(t *testing.T) {
@@ -82,15 +90,6 @@ func TestLingerVisibleAtOnceDurableAtSync(t *testing.T) {
 	e, err := sqlite.OpenWith(path, sqlite.Options{Deferred: true, Linger: time.Hour, CacheEntries: 4})
 	if err != nil {
 		t.Fatal(err)
-	}
-	count := func(e meta.Engine) int {
-		n := 0
-		if err := e.View(ctx, func(tx meta.Tx) error {
-			return tx.Scan(nil, nil, 0, func(k, v []byte) bool { n++; return true })
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return n
 	}
 	for i := 0; i < 50; i++ {
 		k := []byte{'k', byte(i)}
@@ -109,7 +108,7 @@ func TestLingerVisibleAtOnceDurableAtSync(t *testing.T) {
 				t.Fatalf("after %d updates, get k%d = %q, %v", i+1, j, got, err)
 			}
 		}
-		if n := count(e); n != i+1 {
+		if n := countKeys(t, e); n != i+1 {
 			t.Fatalf("after %d updates a scan sees %d keys", i+1, n)
 		}
 	}
@@ -137,7 +136,7 @@ func TestLingerVisibleAtOnceDurableAtSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e2.Close()
-	if n := count(e2); n != 51 {
+	if n := countKeys(t, e2); n != 51 {
 		t.Fatalf("after reopen: %d keys, want 50 and the one written after Sync", n)
 	}
 }
