@@ -316,8 +316,10 @@ type writers struct {
 }
 
 // Update queues fn for the next batch and waits until the batch has
-// committed. fn runs while the engine's batch runs, on this goroutine or
-// another: it must not call Update (deadlock).
+// committed (with Options.Linger: until fn's savepoint in the open
+// transaction is released, see linger.go). fn runs while the engine's
+// batch runs, on this goroutine or another: it must not call Update or
+// View (deadlock).
 func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
