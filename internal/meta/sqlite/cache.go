@@ -119,27 +119,23 @@ func (c *cache) begin() {
 }
 
 // apply stores the writes of the batch that committed since begin.
-func (c *cache) apply(w writeSet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.gen++
-	for k, v := range w {
-		c.mu.m[k] = entry{v: v, gen: c.mu.gen}
-	}
-	c.evictLocked()
-}
+func (c *cache) apply(w writeSet) { c.store(w, 1) }
 
 // applyNow stores the writes of an update acknowledged in a lingering
 // transaction (linger.go): they are the newest state, committed or not.
 // The generation moves by two, so it stays even: there is no commit in
 // flight to mark, since the cache is ahead of SQLite, not behind it.
 func (c *cache) applyNow(w writeSet) {
-	if len(w) == 0 {
-		return
+	if len(w) > 0 {
+		c.store(w, 2)
 	}
+}
+
+// store moves the generation by step and stamps the writes w with it.
+func (c *cache) store(w writeSet, step uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.gen += 2
+	c.mu.gen += step
 	for k, v := range w {
 		c.mu.m[k] = entry{v: v, gen: c.mu.gen}
 	}

@@ -52,7 +52,8 @@ type lingerState struct {
 	timer *time.Timer
 }
 
-// due reports whether the open transaction should commit now.
+// lingerDueLocked reports whether the open transaction should commit now.
+// The caller leads and holds wq's mutex.
 func (e *Engine) lingerDueLocked() bool {
 	lg := &e.lg
 	return lg.t != nil && (e.wq.flush || time.Since(lg.since) >= e.linger || lg.n >= maxLingerUpdates)
@@ -101,35 +102,35 @@ func (e *Engine) commitLinger() error {
 	lg.t = nil
 	e.batches.Add(1)
 	if err != nil {
-		err = fmt.Errorf("sqlite commit: %w (updates since the last commit are lost; restart the metadata service)", err)
-		e.cache.reset()
-		e.setFailed(err)
-		return err
+		return e.fail(fmt.Errorf("sqlite commit: %w", err))
 	}
 	e.committedGen.Store(gen)
 	return nil
 }
 
-func (e *Engine) setFailed(err error) {
-	e.wq.Lock()
-	if e.wq.failed == nil {
-		e.wq.failed = err
-	}
-	e.wq.Unlock()
+// fail makes the engine unusable after the lingering transaction was lost
+// (its COMMIT or one of its savepoint statements failed): acknowledged
+// updates are gone, so no one may read on. It returns the error every
+// later call gets.
+func (e *Engine) fail(err error) error {
+	err = fmt.Errorf("%w (updates since the last commit are lost; restart the metadata service)", err)
+	e.cache.reset()
+	e.failed.CompareAndSwap(nil, &err)
+	return err
 }
 
 // failure returns the error the engine failed with, or nil.
 func (e *Engine) failure() error {
-	e.wq.Lock()
-	defer e.wq.Unlock()
-	return e.wq.failed
+	if p := e.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // runLinger runs a batch of requests in the lingering transaction and
 // acknowledges each as soon as it has run; flush requests are answered
 // once the transaction committed.
 func (e *Engine) runLinger(batch []*request) {
-	e.updates.Add(uint64(len(batch)))
 	flush := false
 	for _, r := range batch {
 		if r.flush {
@@ -188,26 +189,26 @@ func (e *Engine) runLingerOne(r *request) {
 			r.err = e.abortLinger(fmt.Errorf("sqlite release savepoint: %w", err))
 			return
 		}
+		e.updates.Add(1)
 		if r.err == nil && r.panic == nil {
 			e.cache.applyNow(t.req)
 			e.lg.n++
 		}
 	}
-	// What the request read from SQLite is the acknowledged state.
-	e.cache.fill(e.cache.generation(), t.reads)
-	t.reads = writeSet{}
+	if len(t.reads) > 0 {
+		// What the request read from SQLite is the acknowledged state.
+		e.cache.fill(e.cache.generation(), t.reads)
+		clear(t.reads)
+	}
 }
 
-// abortLinger fails the engine after the open transaction broke (a
-// savepoint statement failed): acknowledged updates in it are lost.
+// abortLinger drops the open transaction after one of its savepoint
+// statements failed, and fails the engine.
 func (e *Engine) abortLinger(err error) error {
 	e.lg.timer.Stop()
 	e.lg.t.tx.Rollback() //nolint:errcheck // the engine fails either way
 	e.lg.t = nil
-	e.cache.reset()
-	err = fmt.Errorf("%w (updates since the last commit are lost; restart the metadata service)", err)
-	e.setFailed(err)
-	return err
+	return e.fail(err)
 }
 
 // enqueue adds r to the writers' queue, leading if no one does, and waits
@@ -219,8 +220,7 @@ func (e *Engine) enqueue(r *request) error {
 		q.Unlock()
 		return errClosed
 	}
-	if q.failed != nil {
-		err := q.failed
+	if err := e.failure(); err != nil {
 		q.Unlock()
 		return err
 	}

@@ -41,9 +41,10 @@ type Engine struct {
 
 	batches, updates atomic.Uint64 // group-commit statistics
 
-	linger       time.Duration // Options.Linger (linger.go)
-	lg           lingerState   // the lingering transaction, owned by the leader
-	committedGen atomic.Uint64 // with linger: cache generation committed to SQLite
+	linger       time.Duration         // Options.Linger (linger.go)
+	lg           lingerState           // the lingering transaction, owned by the leader
+	committedGen atomic.Uint64         // with linger: cache generation committed to SQLite
+	failed       atomic.Pointer[error] // with linger: the open transaction was lost (fail)
 
 	r stmts // prepared on rdb
 	w stmts // prepared on wdb
@@ -311,7 +312,6 @@ type writers struct {
 	leading bool // a goroutine is running batches
 	closed  bool
 	flush   bool      // with linger: commit the open transaction when the queue is empty
-	failed  error     // with linger: a commit failed, the engine is unusable
 	idle    sync.Cond // broadcast when leading becomes false
 }
 

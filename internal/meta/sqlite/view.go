@@ -20,10 +20,8 @@ func (e *Engine) View(ctx context.Context, fn func(meta.Tx) error) error {
 	if e.cache == nil {
 		return e.viewSQL(ctx, fn)
 	}
-	if e.linger > 0 {
-		if err := e.failure(); err != nil {
-			return err
-		}
+	if err := e.failure(); err != nil {
+		return err
 	}
 	t := &viewTxn{e: e, ctx: ctx, gen: e.cache.generation(), seen: writeSet{}}
 	err := fn(t)
