@@ -19,16 +19,18 @@ import (
 
 // mountFlags are the options of `poolfs mount` and `poolfs up --mount`.
 type mountFlags struct {
-	attrTimeout time.Duration
-	sessionTTL  time.Duration
-	allowOther  bool
-	debug       bool
+	attrTimeout  time.Duration
+	sessionTTL   time.Duration
+	allowOther   bool
+	cachedWrites bool
+	debug        bool
 }
 
 func (f *mountFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.attrTimeout, "attr-timeout", time.Second, "how long the kernel caches attributes and names (close-to-open between mounts)")
 	cmd.Flags().DurationVar(&f.sessionTTL, "session-ttl", fusefs.DefaultSessionTTL, "lease of the mount's client session: if the mount is killed, the files it held open are released this long after")
 	cmd.Flags().BoolVar(&f.allowOther, "allow-other", os.Geteuid() == 0, "let other users use the mount (permission bits still apply)")
+	cmd.Flags().BoolVar(&f.cachedWrites, "cached-writes", false, "send writes through the kernel's page cache (FUSE's default: slower for large writes, one writer per file at a time)")
 	cmd.Flags().BoolVar(&f.debug, "fuse-debug", false, "log every FUSE request")
 }
 
@@ -38,7 +40,7 @@ func (f *mountFlags) options() fusefs.Options {
 		t = -1 // no caching
 	}
 	return fusefs.Options{
-		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, Debug: f.debug, SessionTTL: f.sessionTTL,
+		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, CachedWrites: f.cachedWrites, Debug: f.debug, SessionTTL: f.sessionTTL,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }

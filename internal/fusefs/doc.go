@@ -33,6 +33,16 @@
 // every operation travel in a binary encoding (metarpc/wire.go); `poolfs
 // up --mount` makes none, it calls the metadata Store in process.
 //
+// # Page cache
+//
+// Descriptors opened read-only read through the kernel's page cache and
+// readahead. Descriptors opened for writing (and every O_DIRECT one) are
+// FOPEN_DIRECT_IO when the kernel can still memory-map such files (Linux
+// 6.6+): their writes reach the File without a copy into the page cache,
+// writers of one file run in parallel, and the kernel keeps mappings and
+// other descriptors' cached pages coherent. Options.CachedWrites (`--cached-writes`)
+// keeps FUSE's default instead (open.go).
+//
 // # Durability
 //
 // Metadata changes are durable when the metadata service says so (SQLite

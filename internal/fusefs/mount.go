@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,12 @@ type Options struct {
 	// DefaultReadahead; negative: leave the kernel's 128 KiB). Setting it
 	// needs root; without, the mount works with the kernel's window.
 	Readahead int
+	// CachedWrites sends writes through the kernel's page cache, as FUSE
+	// does by default, instead of straight to the mount (see openFlags):
+	// small reads of a file open for writing are then served from the
+	// cache, but every write is copied into it first and the writers of
+	// one file take turns.
+	CachedWrites bool
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger // default: discard
@@ -61,6 +68,9 @@ type FS struct {
 	calls mountCalls // nil if the metadata service lacks them
 	log   *slog.Logger
 	opts  Options
+	// directWrites is set once the kernel agreed to memory-map files
+	// opened FOPEN_DIRECT_IO (see openFlags).
+	directWrites atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -80,6 +90,11 @@ type Server struct {
 func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("fusefs: mount point: %w", err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("fusefs: mount point %s is not a directory", dir)
 	}
 	if o.AttrTimeout == 0 {
 		o.AttrTimeout = time.Second
@@ -125,8 +140,12 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 			// request; answer "none" in go-fuse instead. File capabilities
 			// are not honoured on poolfs (as on a nosuid mount).
 			IgnoreSecurityLabels: true,
-			DirectMount:          os.Geteuid() == 0,
-			Debug:                o.Debug,
+			// Direct I/O of files that are also memory-mapped (Linux
+			// 6.6+), and a large direct request split into MaxWrite
+			// pieces that are all sent at once.
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ASYNC_DIO,
+			DirectMount:       os.Geteuid() == 0,
+			Debug:             o.Debug,
 		},
 		AttrTimeout:     &o.AttrTimeout,
 		EntryTimeout:    &o.EntryTimeout,
@@ -139,6 +158,10 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 	if err != nil {
 		fsys.opens.stop()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	// fs.Mount returned after INIT: the kernel said what it can.
+	if !o.CachedWrites && srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0 {
+		fsys.directWrites.Store(true)
 	}
 	if o.Readahead == 0 {
 		o.Readahead = DefaultReadahead

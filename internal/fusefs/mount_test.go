@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,4 +109,33 @@ func mount(t *testing.T, c *cluster.Cluster) string {
 		conn.Close()
 	})
 	return dir
+}
+
+// TestMountPointErrors: a mount point that is missing or not a directory
+// is refused with a message that names it.
+func TestMountPointErrors(t *testing.T) {
+	c := startCluster(t, cluster0())
+	conn, err := cluster.Connect(context.Background(), c.Config.Dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{filepath.Join(dir, "missing"), "no such file or directory"},
+		{file, "is not a directory"},
+	} {
+		srv, err := Mount(tc.dir, conn.Client, Options{})
+		if err == nil {
+			srv.Unmount()
+			t.Fatalf("mount on %s succeeded", tc.dir)
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.dir) {
+			t.Errorf("mount on %s: %v, want %q and the path", tc.dir, err, tc.want)
+		}
+	}
 }
