@@ -2,6 +2,10 @@
 # Sequential write and read through the poolfs FUSE mount, against fio with
 # O_DIRECT on the same local file system (the device's limit) and against a
 # FUSE file system that discards writes (the FUSE ceiling), all in one run.
+# The null file system is measured the way poolfs serves each side: writes
+# with FOPEN_DIRECT_IO (poolfs opens files for writing so, see
+# internal/fusefs/open.go; `--cached-writes` turns it off), reads through
+# the page cache. POOLFS_MOUNT_FLAGS adds mount flags (e.g. --cached-writes).
 #
 #   bench/mount.sh [SIZE_GIB=8] [WORKDIR=./bench/out/mount]
 #
@@ -47,20 +51,20 @@ fio_bw() {
 if [ "${POOLFS_MOUNT:-embedded}" = client ]; then
   "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
   for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
-  "$bin" mount -c "$work/cluster" "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
+  "$bin" mount -c "$work/cluster" ${POOLFS_MOUNT_FLAGS:-} "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
 else
-  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 fi
 for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && mountpoint -q "$work/nulld" && break; sleep 0.1; done
 
-echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"
+echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write (direct) / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"
 echo "|---|---|---|---|---|---|---|"
 for bs in 1M 4M; do
   for jobs in 1 4; do
     lw=$(fio_bw "$work/local" write $bs $jobs 1); drop; lr=$(fio_bw "$work/local" read $bs $jobs 1)
     rm -f "$work"/local/*
-    nw=$(fio_bw "$work/null" write $bs $jobs 0); nr=$(fio_bw "$work/null" read $bs $jobs 0)
-    rm -f "$work"/null/*
+    nw=$(fio_bw "$work/nulld" write $bs $jobs 0); rm -f "$work"/nulld/*
+    nr=$(fio_bw "$work/null" read $bs $jobs 0); rm -f "$work"/null/*
     pw=$(fio_bw "$work/mnt" write $bs $jobs 0); drop; pr=$(fio_bw "$work/mnt" read $bs $jobs 0)
     rm -f "$work"/mnt/*
     python3 - "$bs" "$jobs" "$lw" "$lr" "$nw" "$nr" "$pw" "$pr" <<'PY'
