@@ -24,6 +24,8 @@ type openFile struct {
 	life sync.Mutex
 	// f is nil while the inode is not open; set under life and FS.mu.
 	f *client.File
+	// db drops the page cache behind sequential readers (dropbehind.go).
+	db dropBehind
 }
 
 // acquire returns the shared file of ino, opening it (client File and meta
@@ -129,6 +131,10 @@ func (fsys *FS) openSize(ino meta.Ino) (uint64, bool) {
 type handle struct {
 	fsys *FS
 	of   *openFile
+	in   *fs.Inode
+	// cached: the kernel reads this handle through the page cache
+	// (openFlags gave it no FOPEN_DIRECT_IO).
+	cached bool
 }
 
 var (
@@ -150,6 +156,9 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	n, err := h.file().ReadAt(bg(ctx), dest, off)
 	if err != nil && n == 0 && !isEOF(err) {
 		return nil, h.fsys.errno("read", err)
+	}
+	if h.cached && n > 0 {
+		h.of.db.read(h.in, off, n)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

@@ -47,7 +47,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if a := of.f.Attr(); a.Size != n.lastSize.Load() || a.Mtime != n.lastMtime.Load() {
 		n.NotifyContent(-1, 0)
 	}
-	return &handle{fsys: n.fsys, of: of}, n.fsys.openFlags(flags), 0
+	fl := n.fsys.openFlags(flags)
+	return &handle{fsys: n.fsys, of: of, in: &n.Inode, cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl, 0
 }
 
 // Create makes a regular file and opens it.
@@ -65,7 +66,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		n.fsys.opens.unclaim(bg(ctx), ino)
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
-	return ch, &handle{fsys: n.fsys, of: of}, n.fsys.openFlags(flags), 0
+	fl := n.fsys.openFlags(flags)
+	return ch, &handle{fsys: n.fsys, of: of, in: ch, cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl, 0
 }
 
 // Setattr is chmod, chown, utimens and truncate.
