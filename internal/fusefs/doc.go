@@ -41,7 +41,10 @@
 // 6.6+): their writes reach the File without a copy into the page cache,
 // writers of one file run in parallel, and the kernel keeps mappings and
 // other descriptors' cached pages coherent. Options.CachedWrites (`--cached-writes`)
-// keeps FUSE's default instead (open.go).
+// keeps FUSE's default instead (open.go). Behind a sequential reader the
+// mount asks the kernel to drop the pages it has left 64 MiB behind
+// (dropbehind.go): a long read then reuses warm pages instead of filling
+// the page cache with the whole file.
 //
 // # Durability
 //
