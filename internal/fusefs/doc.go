@@ -10,9 +10,10 @@
 // unflushed writes, not one per handle. The first open of an inode in a
 // mount calls meta Open and the last release calls meta Release, after a
 // Flush, so a file unlinked while open stays readable and writable until its
-// last close in every mount. Flush runs on every close (FUSE flush), fsync
-// and fdatasync, and the last release; when it returns, the data is durable
-// and committed.
+// last close in every mount. Flush runs on every close of a descriptor with
+// write access (FUSE flush; read-only ones are FOPEN_NOFLUSH), fsync and
+// fdatasync, and the last release; when it returns, the data is durable and
+// committed.
 //
 // Opens and releases are cheap (opens.go): a create counts the open in the
 // transaction that makes the file, and releases are sent in batches in the
