@@ -146,7 +146,7 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 			if err := o.tx.Put(openKey(n.Ino), binary.AppendUvarint(nil, 1)); err != nil {
 				return err
 			}
-			if err := o.addSessionOpen(n.Ino, 1); err != nil {
+			if err := o.newSessionOpen(n.Ino); err != nil {
 				return err
 			}
 		}

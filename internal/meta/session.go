@@ -377,6 +377,16 @@ func (o *op) addSessionOpen(ino Ino, delta int64) error {
 	return o.tx.Put(k, binary.AppendUvarint(nil, uint64(next)))
 }
 
+// newSessionOpen records the first open of ino, an inode the transaction
+// has just created, by the transaction's session: inode numbers are never
+// reused, so there is no entry to read first.
+func (o *op) newSessionOpen(ino Ino) error {
+	if o.sid == 0 {
+		return nil
+	}
+	return o.tx.Put(sessionOpenKey(o.sid, ino), binary.AppendUvarint(nil, 1))
+}
+
 // ReapSessions runs ExpireSessions every interval until ctx ends (the
 // metadata service's lease keeper), logging what it reclaims.
 func (s *Store) ReapSessions(ctx context.Context, every time.Duration) {
