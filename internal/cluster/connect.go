@@ -68,6 +68,6 @@ func allErrors() *rpc.ErrorTable {
 // --mount`) reaches drives: the drives this cluster's storage server holds
 // directly, without RPC (storage.Server.InProcess), any other through
 // remote.
-func (c *Cluster) InProcessDrives(remote storage.DriveSource) client.Drives {
+func (c *Cluster) InProcessDrives(remote storage.Peers) client.Drives {
 	return c.storage.InProcess(remote)
 }

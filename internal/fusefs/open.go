@@ -43,6 +43,13 @@ func (fsys *FS) openFlags(flags uint32) uint32 {
 	return fl
 }
 
+// newHandle makes the handle of an open of of (inode in) with flags, and
+// returns it with its FOPEN flags.
+func (fsys *FS) newHandle(of *openFile, in *fs.Inode, flags uint32) (*handle, uint32) {
+	fl := fsys.openFlags(flags)
+	return &handle{fsys: fsys, of: of, in: in, cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl
+}
+
 // Open opens a regular file: the shared File of the inode, opened in this
 // mount if it was not already.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
@@ -57,8 +64,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if a := of.f.Attr(); a.Size != n.lastSize.Load() || a.Mtime != n.lastMtime.Load() {
 		n.NotifyContent(-1, 0)
 	}
-	fl := n.fsys.openFlags(flags)
-	return &handle{fsys: n.fsys, of: of, in: &n.Inode, cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl, 0
+	h, fl := n.fsys.newHandle(of, &n.Inode, flags)
+	return h, fl, 0
 }
 
 // Create makes a regular file and opens it.
@@ -76,8 +83,8 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 		n.fsys.opens.unclaim(bg(ctx), ino)
 		return nil, nil, 0, n.fsys.errno("create", err)
 	}
-	fl := n.fsys.openFlags(flags)
-	return ch, &handle{fsys: n.fsys, of: of, in: ch, cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl, 0
+	h, fl := n.fsys.newHandle(of, ch, flags)
+	return ch, h, fl, 0
 }
 
 // Setattr is chmod, chown, utimens and truncate.

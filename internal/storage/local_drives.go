@@ -9,25 +9,20 @@ import (
 	"poolfs/internal/placement"
 )
 
-// DriveSource resolves the drives of a cluster map (a Dialer does, over RPC).
-type DriveSource interface {
-	Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error)
-}
-
 // InProcess resolves drives for a client that runs in the same process as
 // s (`poolfs up --mount`): a drive s serves is used directly, so fragments
 // go between the drive and the client's stripe buffers without crossing a
 // socket (two copies and a TCP stack fewer per byte); any other drive comes
-// from remote. Direct use is client I/O to the rebuild gate exactly as an
+// from remote (a *Dialer, as for SetPeers). Direct use is client I/O to the rebuild gate exactly as an
 // RPC request to s would be, so rebuild priority works the same. The
 // drives' errors are the same sentinels an RPC client sees.
-func (s *Server) InProcess(remote DriveSource) DriveSource {
+func (s *Server) InProcess(remote Peers) Peers {
 	return inProcess{s: s, remote: remote}
 }
 
 type inProcess struct {
 	s      *Server
-	remote DriveSource
+	remote Peers
 }
 
 func (p inProcess) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {

@@ -51,6 +51,15 @@ func TestDeferredSurvivesReopen(t *testing.T) {
 	if err := e.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if n := closeAndCount(t, e, path); n != 100 {
+		t.Fatalf("after reopen: %d keys, want 100", n)
+	}
+}
+
+// closeAndCount closes e, opens the database at path again and counts its
+// keys.
+func closeAndCount(t *testing.T, e *sqlite.Engine, path string) int {
+	t.Helper()
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +68,7 @@ func TestDeferredSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e2.Close()
-	if n := countKeys(t, e2); n != 100 {
-		t.Fatalf("after reopen: %d keys, want 100", n)
-	}
+	return countKeys(t, e2)
 }
 
 // countKeys counts the keys of e in one View.
@@ -128,15 +135,7 @@ func TestLingerVisibleAtOnceDurableAtSync(t *testing.T) {
 	if err := e.Update(ctx, func(tx meta.Tx) error { return tx.Put([]byte("late"), []byte("1")) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	e2, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e2.Close()
-	if n := countKeys(t, e2); n != 51 {
+	if n := closeAndCount(t, e, path); n != 51 {
 		t.Fatalf("after reopen: %d keys, want 50 and the one written after Sync", n)
 	}
 }
