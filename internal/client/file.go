@@ -28,6 +28,9 @@ type File struct {
 	c    *Client
 	name string
 	wb   writeBehind
+	// mark is the ErrMark of WriteAt and Flush, for users with one
+	// descriptor per File.
+	mark ErrMark
 
 	mu struct {
 		sync.Mutex
@@ -96,8 +99,14 @@ func (f *File) Attr() meta.Attr {
 func (f *File) stripeBytes() int64 { return StripeBytes(f.mu.attr.Layout) }
 
 // WriteAt buffers p at off. Errors from writing back earlier stripes are
-// returned here or at Flush.
+// returned here or at Flush, once (f's own ErrMark).
 func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	return f.WriteAtFor(ctx, &f.mark, p, off)
+}
+
+// WriteAtFor is WriteAt for the descriptor whose ErrMark is m: it returns
+// a background write error m has not heard of yet.
+func (f *File) WriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)
 	}
@@ -126,7 +135,7 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if end := off + int64(len(p)); end > f.mu.size {
 		f.mu.size = end
 	}
-	if err := f.wb.takeErr(); err != nil {
+	if err := f.wb.errSince(m); err != nil {
 		return 0, err
 	}
 	if len(f.mu.dirty) > maxDirtyFactor*f.c.opts.StripesInFlight {
@@ -138,24 +147,30 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 }
 
 // Flush writes back every buffered write and commits it: when it returns
-// nil the data is durable and visible to handles opened afterwards.
+// nil the data is durable and visible to handles opened afterwards. It
+// returns a background write error once (f's own ErrMark).
 func (f *File) Flush(ctx context.Context) error {
+	return f.FlushFor(ctx, &f.mark)
+}
+
+// FlushFor is Flush for the descriptor whose ErrMark is m. Every
+// descriptor flushes all of the File's buffered writes (they share them);
+// each hears of a lost background write once. A failed writeback here keeps
+// its stripes dirty, so the next flush tries them again.
+func (f *File) FlushFor(ctx context.Context, m *ErrMark) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.waitLocked(); err != nil {
-		return err
-	}
-	if err := f.writebackLocked(ctx, false); err != nil {
-		return err
-	}
-	if err := f.waitLocked(); err != nil {
-		return err
-	}
-	if f.mu.written {
+	f.waitLocked()
+	err := f.writebackLocked(ctx, false)
+	f.waitLocked()
+	if err == nil && f.mu.written {
 		f.mu.written = false
-		return f.c.syncMeta(ctx)
+		err = f.c.syncMeta(ctx)
 	}
-	return nil
+	if lost := f.wb.errSince(m); lost != nil {
+		return lost
+	}
+	return err
 }
 
 // writebackLocked writes dirty stripes back. With completeOnly, only
@@ -345,9 +360,7 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.waitLocked(); err != nil {
-		return err
-	}
+	f.waitLocked()
 	if err := f.writebackLocked(ctx, false); err != nil {
 		return err
 	}

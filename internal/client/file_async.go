@@ -20,11 +20,22 @@ type writeBehind struct {
 	// (StripesInFlight) or, when that is full, of the client's shared one.
 	sem, shared chan struct{}
 	wg          sync.WaitGroup
-	mu          struct {
+	// The errors of background writes (whose data is lost) form a
+	// sequence, as Linux's errseq_t does for a file's page cache: seq counts
+	// them and err is the latest.
+	mu struct {
 		sync.Mutex
+		seq uint64
 		err error
 	}
 }
+
+// An ErrMark is how far one descriptor has been told of its File's
+// background write errors. Each descriptor that has the File open when an
+// error happens hears of it once, at its next write, flush or fsync; a
+// descriptor opened afterwards does not hear of it. Every access goes
+// through writeBehind.mu, so a mark may be used from several goroutines.
+type ErrMark struct{ seen uint64 }
 
 type inflight struct {
 	d    *dirtyStripe
@@ -33,19 +44,29 @@ type inflight struct {
 
 func (w *writeBehind) setErr(err error) {
 	w.mu.Lock()
-	if w.mu.err == nil {
-		w.mu.err = err
-	}
+	w.mu.seq++
+	w.mu.err = err
 	w.mu.Unlock()
 }
 
-// takeErr returns and clears the first error of a background write.
-func (w *writeBehind) takeErr() error {
+// errSince returns the latest background write error if one happened
+// since m last looked, and moves m past it.
+func (w *writeBehind) errSince(m *ErrMark) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	err := w.mu.err
-	w.mu.err = nil
-	return err
+	if m.seen == w.mu.seq {
+		return nil
+	}
+	m.seen = w.mu.seq
+	return w.mu.err
+}
+
+// Mark returns a mark for a new descriptor of f: it will hear of the
+// background write errors that happen from now on.
+func (f *File) Mark() *ErrMark {
+	f.wb.mu.Lock()
+	defer f.wb.mu.Unlock()
+	return &ErrMark{seen: f.wb.mu.seq}
 }
 
 // startLocked hands full stripe s to the background. f.mu is held; it is
@@ -112,11 +133,10 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 
 // waitLocked waits for every background write; f.mu is held and released
 // while waiting.
-func (f *File) waitLocked() error {
+func (f *File) waitLocked() {
 	f.mu.Unlock()
 	f.wb.wg.Wait()
 	f.mu.Lock()
-	return f.wb.takeErr()
 }
 
 // genGuessLocked returns the generation stripe s most likely has now, and

@@ -132,6 +132,11 @@ type handle struct {
 	fsys *FS
 	of   *openFile
 	in   *fs.Inode
+	// mark is how far this open file description has heard of the
+	// File's lost background writes: every description open when one is
+	// lost hears of it once, at its next write, close or fsync (as with
+	// Linux's errseq_t), however many descriptions share the File.
+	mark *client.ErrMark
 	// cached: the kernel reads this handle through the page cache
 	// (openFlags gave it no FOPEN_DIRECT_IO).
 	cached bool
@@ -166,7 +171,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 // Write buffers data in the shared File; full stripes are written back as
 // they fill, the rest at flush.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	n, err := h.file().WriteAt(bg(ctx), data, off)
+	n, err := h.file().WriteAtFor(bg(ctx), h.mark, data, off)
 	if err != nil {
 		return uint32(n), h.fsys.errno("write", err)
 	}
@@ -175,13 +180,13 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 
 // Flush runs at every close(2) of a descriptor of this handle.
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	return h.fsys.errno("flush", h.file().Flush(bg(ctx)))
+	return h.fsys.errno("flush", h.file().FlushFor(bg(ctx), h.mark))
 }
 
 // Fsync (and fdatasync) make the data durable and committed.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	ctx = bg(ctx)
-	err := h.file().Flush(ctx)
+	err := h.file().FlushFor(ctx, h.mark)
 	if err == nil {
 		// Also makes the file's create (and any metadata change) durable,
 		// even when there was no data to flush.

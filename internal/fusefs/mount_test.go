@@ -5,9 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
@@ -94,6 +98,10 @@ func mount(t *testing.T, c *cluster.Cluster) string {
 		conn.Close()
 		t.Fatal(err)
 	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		done := make(chan error, 1)
 		go func() { done <- srv.Unmount() }()
@@ -103,12 +111,29 @@ func mount(t *testing.T, c *cluster.Cluster) string {
 				t.Errorf("unmount: %v", err)
 			}
 		case <-time.After(30 * time.Second):
+			// A failed test left a descriptor open: abort the connection,
+			// or the test binary would hang for ever at exit, closing
+			// that descriptor on a mount nobody serves any more.
+			aerr := abortConn(st.Dev)
 			exec.Command("fusermount3", "-u", "-z", dir).Run()
-			t.Errorf("unmount %s hung; detached it", dir)
+			t.Errorf("unmount %s hung; aborted (%v) and detached it", dir, aerr)
 		}
 		conn.Close()
 	})
 	return dir
+}
+
+// abortConn aborts the FUSE connection of the mount whose st_dev is dev,
+// through the fusectl file system (mounted if it is not): every request
+// pending or to come then fails with ENOTCONN.
+func abortConn(dev uint64) error {
+	const ctl = "/sys/fs/fuse/connections"
+	if ents, err := os.ReadDir(ctl); err == nil && len(ents) == 0 {
+		_ = syscall.Mount("fusectl", ctl, "fusectl", 0, "")
+	}
+	// The directory is named for the kernel's dev_t: major<<20 | minor.
+	name := strconv.FormatUint(uint64(unix.Major(dev))<<20|uint64(unix.Minor(dev)), 10)
+	return os.WriteFile(filepath.Join(ctl, name, "abort"), []byte("1"), 0)
 }
 
 // TestMountPointErrors: a mount point that is missing or not a directory

@@ -47,7 +47,7 @@ func (fsys *FS) openFlags(flags uint32) uint32 {
 // returns it with its FOPEN flags.
 func (fsys *FS) newHandle(of *openFile, in *fs.Inode, flags uint32) (*handle, uint32) {
 	fl := fsys.openFlags(flags)
-	return &handle{fsys: fsys, of: of, in: in, cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl
+	return &handle{fsys: fsys, of: of, in: in, mark: of.f.Mark(), cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl
 }
 
 // Open opens a regular file: the shared File of the inode, opened in this
