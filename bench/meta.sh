@@ -13,13 +13,7 @@
 #     default_permissions, 1 s entry and attribute timeouts);
 #   - the local file system of WORKDIR.
 # With POOLFS_PG=postgres://... a fourth row runs poolfs on PostgreSQL.
-#
-# Every FUSE round trip wakes a sleeping thread on the other CPU. On a VM
-# whose idle CPUs halt at once (cpuidle-haltpoll with guest_halt_poll_ns=0,
-# as on our CI machines), each such wake-up is a VM exit and an IPI, and that,
-# not poolfs, sets the FUSE ceiling. POOLFS_HALTPOLL_NS=200000 sets the
-# guest's halt-polling window for the run (root; restored on exit), which is
-# how such VMs are tuned for latency-bound I/O; the table's header says which.
+# POOLFS_HALTPOLL_NS=200000 runs with guest halt polling (bench/lib.sh).
 # Needs /dev/fuse (root for the direct mount). Prints a Markdown table of
 # create / stat / remove per second and poolfs's share of the ceiling.
 set -euo pipefail
@@ -31,14 +25,10 @@ bin="$root/bin/poolfs"
 rm -rf "$work"; mkdir -p "$work"/{local,mnt,lbm,pgm}; work=$(cd "$work" && pwd)
 lb=$(mktemp -d /dev/shm/poolfs-lb.XXXXXX)
 pids=()
-hp=/sys/module/haltpoll/parameters/guest_halt_poll_ns
-hp_old=$(cat "$hp" 2>/dev/null || echo none)
-if [ -n "${POOLFS_HALTPOLL_NS:-}" ]; then
-  [ -w "$hp" ] || { echo "POOLFS_HALTPOLL_NS: $hp is not writable here" >&2; exit 1; }
-  echo "$POOLFS_HALTPOLL_NS" >"$hp"
-fi
+source "$root/bench/lib.sh"
+haltpoll_apply
 cleanup() {
-  [ -n "${POOLFS_HALTPOLL_NS:-}" ] && echo "$hp_old" >"$hp"
+  haltpoll_restore
   for m in "$work/mnt" "$work/lbm" "$work/pgm"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -78,8 +68,7 @@ for t in "${targets[@]}"; do
   for c in "${cases[@]}"; do res["$name|$c"]=$(rates "$dir" $c); done
 done
 
-echo "guest halt polling: $(cat "$hp" 2>/dev/null || echo "none (no cpuidle-haltpoll)") ns, cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
-echo
+haltpoll_line
 echo "| ops/s: create / stat / remove | 1 process, shared dir | 1 process, unique dir | 2 processes, shared | 2 processes, unique |"
 echo "|---|---|---|---|---|"
 for t in "${targets[@]}"; do

@@ -18,7 +18,8 @@
 # every read. Then 4 writers of one shared file (disjoint quarters), buffered
 # and O_DIRECT, against fio on the local file system and the null FUSE file
 # system (O_DIRECT writes to it run in parallel). Needs root, fio and
-# /dev/fuse. Prints two Markdown tables.
+# /dev/fuse. Prints two Markdown tables. POOLFS_HALTPOLL_NS=200000 runs
+# with guest halt polling (bench/lib.sh).
 set -euo pipefail
 size_gib=${1:-8}
 work=${2:-./bench/out/mount}
@@ -28,7 +29,10 @@ bin="$root/bin/poolfs"
 rm -rf "$work"; mkdir -p "$work"/{local,null,nulld,mnt}; work=$(cd "$work" && pwd)
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 pids=()
+source "$root/bench/lib.sh"
+haltpoll_apply
 cleanup() {
+  haltpoll_restore
   for m in "$work/null" "$work/nulld" "$work/mnt"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -57,6 +61,7 @@ else
 fi
 for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && mountpoint -q "$work/nulld" && break; sleep 0.1; done
 
+haltpoll_line
 echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write (direct) / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"
 echo "|---|---|---|---|---|---|---|"
 for bs in 1M 4M; do

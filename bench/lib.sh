@@ -1,0 +1,28 @@
+# Shared by the bench scripts (sourced, not run).
+#
+# Guest halt polling. Every FUSE round trip wakes a sleeping thread on the
+# other CPU. On a VM whose idle CPUs halt at once (cpuidle-haltpoll with
+# guest_halt_poll_ns=0, as on our CI machines) each such wake-up is a VM
+# exit and an inter-processor interrupt, and that, more than the file
+# system, sets how many round trips a second FUSE can make (see
+# BENCHMARKS.md). POOLFS_HALTPOLL_NS=200000 lets an idle CPU poll that long
+# before it halts, for the run only (root; the old value comes back at
+# exit), which is how such VMs are tuned for latency-bound I/O.
+haltpoll_param=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+haltpoll_old=$(cat "$haltpoll_param" 2>/dev/null || echo none)
+
+# haltpoll_apply sets POOLFS_HALTPOLL_NS, if given; haltpoll_restore undoes it.
+haltpoll_apply() {
+  [ -n "${POOLFS_HALTPOLL_NS:-}" ] || return 0
+  [ -w "$haltpoll_param" ] || { echo "POOLFS_HALTPOLL_NS: $haltpoll_param is not writable here" >&2; exit 1; }
+  echo "$POOLFS_HALTPOLL_NS" >"$haltpoll_param"
+}
+haltpoll_restore() {
+  if [ -n "${POOLFS_HALTPOLL_NS:-}" ] && [ "$haltpoll_old" != none ]; then echo "$haltpoll_old" >"$haltpoll_param"; fi
+}
+
+# haltpoll_line prints the setting a run used, for the head of its table.
+haltpoll_line() {
+  echo "guest halt polling: $(cat "$haltpoll_param" 2>/dev/null || echo "none (no cpuidle-haltpoll)") ns, cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
+  echo
+}
