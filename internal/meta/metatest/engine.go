@@ -121,6 +121,51 @@ var engineChecks = []engineCheck{
 		v, ok = get(t, e, "empty")
 		eq(t, "empty value", v+fmt.Sprint(ok), "true")
 	}},
+	{"own_writes", func(t *testing.T, e meta.Engine) {
+		// An update reads its own writes (Get and Scan), however the
+		// engine stores them before the commit.
+		put(t, e, "o1", "old", "o3", "gone")
+		err := e.Update(bg, func(tx meta.Tx) error {
+			for _, w := range [][2]string{{"o1", "new"}, {"o2", "added"}} {
+				if err := tx.Put([]byte(w[0]), []byte(w[1])); err != nil {
+					return err
+				}
+			}
+			if err := tx.Delete([]byte("o3")); err != nil {
+				return err
+			}
+			for k, want := range map[string]string{"o1": "new", "o2": "added"} {
+				if v, err := tx.Get([]byte(k)); err != nil || string(v) != want {
+					return fmt.Errorf("get %s in the update: %q, %v; want %q", k, v, err, want)
+				}
+			}
+			if _, err := tx.Get([]byte("o3")); !errors.Is(err, meta.ErrNoKey) {
+				return fmt.Errorf("get of o3 deleted in the update: %v, want ErrNoKey", err)
+			}
+			var seen []string
+			err := tx.Scan([]byte("o"), []byte("p"), 0, func(k, v []byte) bool {
+				seen = append(seen, string(k)+"="+string(v))
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			if got := fmt.Sprint(seen); got != "[o1=new o2=added]" {
+				return fmt.Errorf("scan in the update: %s", got)
+			}
+			if err := tx.Put([]byte("o2"), []byte("again")); err != nil {
+				return err
+			}
+			if v, err := tx.Get([]byte("o2")); err != nil || string(v) != "again" {
+				return fmt.Errorf("get o2 after a second put: %q, %v", v, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "after the update", fmt.Sprint(scan(t, e, []byte("o"), []byte("p"), 0)), "[o1=new o2=again]")
+	}},
 	{"scan_order_bounds_limit", func(t *testing.T, e meta.Engine) {
 		put(t, e, "b", "2", "a", "1", "ab", "x", "c", "3", "d", "4")
 		list(t, "all", scan(t, e, nil, nil, 0), "a=1", "ab=x", "b=2", "c=3", "d=4")

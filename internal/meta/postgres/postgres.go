@@ -12,6 +12,10 @@
 // (40P01) are retried with jittered exponential backoff. View runs
 // REPEATABLE READ READ ONLY: a snapshot that never aborts.
 //
+// Writes wait in the transaction and go to the server in one batch when
+// it commits (or before a Scan), so an update costs its reads and two more
+// round trips, not one per key written.
+//
 // Durability is the server's: a commit returns after the WAL flush
 // (synchronous_commit=on, the default), or, with synchronous_commit=off in
 // the URL, at the next Sync (sync.go).
@@ -25,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -171,8 +176,9 @@ func (e *Engine) View(ctx context.Context, fn func(meta.Tx) error) error {
 	return e.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, false, fn)
 }
 
-// run runs one attempt. A conflict anywhere (in fn's statements or at
-// commit) is returned wrapping meta.ErrRetry; fn's own errors unchanged.
+// run runs one attempt. A conflict anywhere (in fn's statements, in the
+// batch of its writes, or at commit) is returned wrapping meta.ErrRetry;
+// fn's own errors unchanged.
 func (e *Engine) run(ctx context.Context, opts pgx.TxOptions, write bool, fn func(meta.Tx) error) error {
 	c, err := e.acquire(ctx)
 	if err != nil {
@@ -184,7 +190,11 @@ func (e *Engine) run(ctx context.Context, opts pgx.TxOptions, write bool, fn fun
 		return conflict(fmt.Errorf("postgres: begin: %w", err))
 	}
 	t := &txn{ctx: ctx, tx: tx, write: write}
-	if err := fn(t); err != nil {
+	err = fn(t)
+	if err == nil {
+		err = t.flush()
+	}
+	if err != nil {
 		tx.Rollback(context.Background()) //nolint:errcheck // the error that matters is fn's
 		if t.conflict != nil {
 			return t.conflict // fn failed because the transaction aborted
@@ -204,12 +214,16 @@ func conflict(err error) error {
 	return err
 }
 
-// txn is a meta.Tx on a pgx transaction.
+// txn is a meta.Tx on a pgx transaction. Its writes wait in pending
+// until the transaction commits (or a Scan needs them in the database) and
+// then go to the server in one batch: one round trip instead of one per
+// write (a create writes six keys). Gets see pending writes first.
 type txn struct {
 	ctx      context.Context
 	tx       pgx.Tx
 	write    bool
-	conflict error // first serialization failure seen; the tx is aborted
+	conflict error             // first serialization failure seen; the tx is aborted
+	pending  map[string][]byte // key -> value to write; nil: delete
 }
 
 var _ meta.Tx = (*txn)(nil)
@@ -226,6 +240,12 @@ func (t *txn) check(err error) error {
 }
 
 func (t *txn) Get(key []byte) ([]byte, error) {
+	if v, ok := t.pending[string(key)]; ok {
+		if v == nil {
+			return nil, meta.ErrNoKey
+		}
+		return append([]byte{}, v...), nil
+	}
 	var v []byte
 	err := t.tx.QueryRow(t.ctx, `SELECT v FROM kv WHERE k = $1`, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -246,19 +266,53 @@ func (t *txn) Put(key, value []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	if value == nil {
-		value = []byte{}
-	}
-	_, err := t.tx.Exec(t.ctx, `INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, key, value)
-	return t.check(wrap("put", err))
+	t.buffer(key, append([]byte{}, value...)) // never nil: nil marks a delete
+	return nil
 }
 
 func (t *txn) Delete(key []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	_, err := t.tx.Exec(t.ctx, `DELETE FROM kv WHERE k = $1`, key)
-	return t.check(wrap("delete", err))
+	t.buffer(key, nil)
+	return nil
+}
+
+func (t *txn) buffer(key, value []byte) {
+	if t.pending == nil {
+		t.pending = make(map[string][]byte)
+	}
+	t.pending[string(key)] = value
+}
+
+// flush sends the pending writes in one batch, in key order (so that two
+// transactions writing the same keys lock them in the same order).
+func (t *txn) flush() error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(t.pending))
+	for k := range t.pending {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b := &pgx.Batch{}
+	for _, k := range keys {
+		if v := t.pending[k]; v != nil {
+			b.Queue(`INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, []byte(k), v)
+		} else {
+			b.Queue(`DELETE FROM kv WHERE k = $1`, []byte(k))
+		}
+	}
+	clear(t.pending)
+	br := t.tx.SendBatch(t.ctx, b)
+	for range keys {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return t.check(wrap("write", err))
+		}
+	}
+	return t.check(wrap("write", br.Close()))
 }
 
 func wrap(op string, err error) error {
@@ -273,6 +327,9 @@ func wrap(op string, err error) error {
 const scanChunk = 256
 
 func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
 	if start == nil {
 		start = []byte{}
 	}

@@ -1,0 +1,62 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/metatest"
+	"poolfs/internal/meta/pgtest"
+	"poolfs/internal/meta/postgres"
+)
+
+// Benchmarks of Store operations on a local PostgreSQL server (started
+// by pgtest, fsync on), one at a time, as one process on a mount sends
+// them: their cost is mostly round trips to the server.
+//
+//	go test -run '^$' -bench . ./internal/meta/postgres/
+
+func benchStore(b *testing.B) (*meta.Store, meta.Attr) {
+	e, err := postgres.Open(context.Background(), pgtest.Start(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	s := metatest.NewStore(b, e)
+	d, err := s.Create(context.Background(), meta.RootIno, "bench", meta.TypeDir, 0o755, 0, 0, 0, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, d
+}
+
+// BenchmarkCreate creates files one after another, each opened by the
+// create (a mount's O_CREAT).
+func BenchmarkCreate(b *testing.B) {
+	s, d := benchStore(b)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, _, err := s.CreateAttr(ctx, meta.CreateArgs{Parent: d.Ino, Name: fmt.Sprintf("f%d", i), Type: meta.TypeFile, Mode: 0o644, Open: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+}
+
+// BenchmarkCreateUnlink creates a file and removes it again.
+func BenchmarkCreateUnlink(b *testing.B) {
+	s, d := benchStore(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := s.Create(ctx, d.Ino, "f", meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Unlink(ctx, d.Ino, "f"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}
