@@ -82,6 +82,7 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.mu.openSize = int64(a.Size)
 	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
 	f.wb.shared = c.writeBehind
+	f.wb.idle = sync.NewCond(&f.mu.Mutex)
 	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
 	return f, nil
 }
@@ -105,7 +106,10 @@ func (f *File) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
 }
 
 // WriteAtFor is WriteAt for the descriptor whose ErrMark is m: it returns
-// a background write error m has not heard of yet.
+// a background write error m has not heard of yet, with n = 0 although p
+// itself is buffered, so that a writer filling the pool stops at once
+// (ENOSPC from write(2)) instead of learning at close that it wrote into
+// nothing.
 func (f *File) WriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)

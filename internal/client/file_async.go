@@ -19,7 +19,12 @@ type writeBehind struct {
 	// A stripe in the background holds a token of the File's own window
 	// (StripesInFlight) or, when that is full, of the client's shared one.
 	sem, shared chan struct{}
-	wg          sync.WaitGroup
+	// running counts the stripes in the background; idle (on the File's
+	// mutex) is signalled when it drops to zero. (Not a WaitGroup: writers
+	// of one File add to it while another descriptor's flush waits, which
+	// a WaitGroup forbids.)
+	running int // guarded by File.mu
+	idle    *sync.Cond
 	// The errors of background writes (whose data is lost) form a
 	// sequence, as Linux's errseq_t does for a file's page cache: seq counts
 	// them and err is the latest.
@@ -82,7 +87,7 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 	}
 	in := &inflight{d: d, done: make(chan struct{})}
 	f.mu.inflight[s] = in
-	f.wb.wg.Add(1)
+	f.wb.running++
 	var tok chan struct{}
 	select {
 	case f.wb.sem <- struct{}{}:
@@ -102,7 +107,6 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 	lay, ino, sb := f.mu.attr.Layout, f.mu.attr.Ino, f.stripeBytes()
 	guess, known := f.genGuessLocked(s)
 	go func() {
-		defer f.wb.wg.Done()
 		// The slot is freed once the fragments are durable, before the
 		// commit, so commit latency never idles the drives. It is freed
 		// without f.mu: a writer may hold f.mu while it waits for a slot.
@@ -126,17 +130,20 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 			f.mu.attr.Size = uint64(end)
 		}
 		f.mu.cache.drop(s)
-		f.mu.Unlock()
 		close(in.done)
+		if f.wb.running--; f.wb.running == 0 {
+			f.wb.idle.Broadcast()
+		}
+		f.mu.Unlock()
 	}()
 }
 
 // waitLocked waits for every background write; f.mu is held and released
 // while waiting.
 func (f *File) waitLocked() {
-	f.mu.Unlock()
-	f.wb.wg.Wait()
-	f.mu.Lock()
+	for f.wb.running > 0 {
+		f.wb.idle.Wait()
+	}
 }
 
 // genGuessLocked returns the generation stripe s most likely has now, and

@@ -220,3 +220,54 @@ func TestReadsDuringWrites(t *testing.T) {
 		t.Fatalf("reopened: %v, equal %v", err, bytes.Equal(got, data))
 	}
 }
+
+// TestFlushWhileWriting: one descriptor flushes over and over while
+// another writes whole stripes (which go to the background), as two
+// descriptors of one file in a mount do; every byte written is read back.
+func TestFlushWhileWriting(t *testing.T) {
+	conn := start(t)
+	f := create(t, conn, "shared")
+	ctx := context.Background()
+	const stripe, stripes = 256 << 10, 48
+	want := make([]byte, stripe*stripes)
+	for i := range want {
+		want[i] = byte(i * 7 / 5)
+	}
+	writer, flusher := f.Mark(), f.Mark()
+	done := make(chan error, 1)
+	go func() {
+		for s := 0; s < stripes; s++ {
+			if _, err := f.WriteAtFor(ctx, writer, want[s*stripe:(s+1)*stripe], int64(s*stripe)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- f.FlushFor(ctx, writer)
+	}()
+	flushes := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.FlushFor(ctx, flusher); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readSeq(f, 0, int64(len(want)), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatal("content differs after concurrent writes and flushes")
+			}
+			t.Logf("%d flushes during the writes", flushes)
+			return
+		default:
+			if err := f.FlushFor(ctx, flusher); err != nil {
+				t.Fatal(err)
+			}
+			flushes++
+		}
+	}
+}

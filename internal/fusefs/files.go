@@ -79,8 +79,9 @@ func (fsys *FS) acquireAttr(ctx context.Context, ino meta.Ino, a *meta.Attr) (*o
 }
 
 // release drops one pin of of. The last one flushes the file and calls
-// meta Release (which destroys an unlinked inode).
-func (fsys *FS) release(ctx context.Context, of *openFile) error {
+// meta Release (which destroys an unlinked inode); the flush reports lost
+// writes as the holder of mark (taken when the pin was) has not heard of.
+func (fsys *FS) release(ctx context.Context, of *openFile, mark *client.ErrMark) error {
 	of.life.Lock()
 	fsys.mu.Lock()
 	of.pins--
@@ -89,7 +90,7 @@ func (fsys *FS) release(ctx context.Context, of *openFile) error {
 	fsys.mu.Unlock()
 	var err error
 	if last && f != nil {
-		err = f.Flush(ctx)
+		err = f.FlushFor(ctx, mark)
 		if rerr := fsys.m.Release(ctx, of.ino); err == nil {
 			err = rerr
 		}
@@ -197,5 +198,5 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 
 // Release is the last close of the handle.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	return h.fsys.errno("release", h.fsys.release(bg(ctx), h.of))
+	return h.fsys.errno("release", h.fsys.release(bg(ctx), h.of, h.mark))
 }

@@ -153,8 +153,9 @@ func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) sysc
 	if err != nil {
 		return n.fsys.errno("truncate", err)
 	}
+	mark := of.f.Mark()
 	err = of.f.Truncate(ctx, int64(size))
-	if rerr := n.fsys.release(ctx, of); err == nil {
+	if rerr := n.fsys.release(ctx, of, mark); err == nil {
 		err = rerr
 	}
 	return n.fsys.errno("truncate", err)
