@@ -1,0 +1,270 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"poolfs/internal/meta"
+)
+
+// Transactions are driven with SQL on a plain connection rather than
+// through pgx.Tx, so that BEGIN travels with the first statement and
+// COMMIT with the batch of writes: a View of one key is two round trips
+// (BEGIN and the SELECT together, then COMMIT), an Update its reads plus
+// one (the writes and COMMIT together).
+const (
+	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
+	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	getSQL      = `SELECT v FROM kv WHERE k = $1`
+	putSQL      = `INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
+	deleteSQL   = `DELETE FROM kv WHERE k = $1`
+)
+
+// run runs one attempt. A conflict anywhere (in fn's statements, in the
+// batch of its writes, or at commit) is returned wrapping meta.ErrRetry;
+// fn's own errors unchanged. A transaction left open by an error is
+// rolled back; a connection that cannot be is closed by release.
+func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta.Tx) error) error {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer e.release(c)
+	t := &txn{ctx: ctx, c: c, begin: begin, write: write}
+	err = fn(t)
+	if err == nil {
+		err = t.flush(true)
+	}
+	if err != nil {
+		if !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+			c.Exec(context.Background(), `ROLLBACK`) //nolint:errcheck // release closes a connection still in a transaction
+		}
+		if t.conflict != nil {
+			return t.conflict // fn failed because the transaction aborted
+		}
+		return err
+	}
+	return nil
+}
+
+func conflict(err error) error {
+	if retryable(err) {
+		return fmt.Errorf("%w: %w", meta.ErrRetry, err)
+	}
+	return err
+}
+
+// txn is a meta.Tx: a transaction on one connection, begun with its first
+// statement. Its writes wait in pending until it commits (or a Scan needs
+// them in the database) and then go to the server in one batch, in key
+// order (so that two transactions writing the same keys lock them in the
+// same order). Gets see pending writes first.
+type txn struct {
+	ctx      context.Context
+	c        *pgx.Conn
+	begin    string // the BEGIN statement, sent with the first statement
+	begun    bool
+	write    bool
+	conflict error             // first serialization failure seen; the tx is aborted
+	pending  map[string][]byte // key -> value to write; nil: delete
+}
+
+var _ meta.Tx = (*txn)(nil)
+
+func (t *txn) check(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = conflict(err)
+	if errors.Is(err, meta.ErrRetry) && t.conflict == nil {
+		t.conflict = err
+	}
+	return err
+}
+
+func (t *txn) Get(key []byte) ([]byte, error) {
+	if v, ok := t.pending[string(key)]; ok {
+		if v == nil {
+			return nil, meta.ErrNoKey
+		}
+		return append([]byte{}, v...), nil
+	}
+	var v []byte
+	var err error
+	if t.begun {
+		err = t.c.QueryRow(t.ctx, getSQL, key).Scan(&v)
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(t.begin)
+		b.Queue(getSQL, key)
+		br := t.c.SendBatch(t.ctx, b)
+		if _, err = br.Exec(); err == nil {
+			t.begun = true
+			err = br.QueryRow().Scan(&v)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, meta.ErrNoKey
+	}
+	if err != nil {
+		return nil, t.check(fmt.Errorf("postgres get: %w", err))
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+var errReadOnly = errors.New("postgres: write in a View transaction")
+
+func (t *txn) Put(key, value []byte) error {
+	if !t.write {
+		return errReadOnly
+	}
+	t.buffer(key, append([]byte{}, value...)) // never nil: nil marks a delete
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	if !t.write {
+		return errReadOnly
+	}
+	t.buffer(key, nil)
+	return nil
+}
+
+func (t *txn) buffer(key, value []byte) {
+	if t.pending == nil {
+		t.pending = make(map[string][]byte)
+	}
+	t.pending[string(key)] = value
+}
+
+// errRolledBack is a COMMIT the server answered with ROLLBACK: the
+// transaction had failed (an error fn did not pass on).
+var errRolledBack = errors.New("postgres: transaction failed, commit rolled back")
+
+// flush sends, in one batch, BEGIN if the transaction has not begun, the
+// pending writes, and COMMIT if commit is set. With nothing to send (a
+// transaction that ran no statement) it does nothing.
+func (t *txn) flush(commit bool) error {
+	if !t.begun && len(t.pending) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.begin)
+	}
+	keys := make([]string, 0, len(t.pending))
+	for k := range t.pending {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if v := t.pending[k]; v != nil {
+			b.Queue(putSQL, []byte(k), v)
+		} else {
+			b.Queue(deleteSQL, []byte(k))
+		}
+	}
+	if commit {
+		b.Queue(`COMMIT`)
+	}
+	clear(t.pending)
+	br := t.c.SendBatch(t.ctx, b)
+	for i := range b.Len() {
+		tag, err := br.Exec()
+		if err == nil && i == 0 {
+			t.begun = true
+		}
+		if err == nil && commit && i == b.Len()-1 && tag.String() != "COMMIT" {
+			err = errRolledBack
+		}
+		if err != nil {
+			br.Close()
+			return t.check(wrap("commit", err))
+		}
+	}
+	return t.check(wrap("commit", br.Close()))
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("postgres %s: %w", op, err)
+}
+
+// scanChunk is how many rows Scan reads per query; a pgx connection cannot
+// run another statement while rows are open, so fn sees a chunk at a time.
+const scanChunk = 256
+
+func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool) error {
+	if err := t.flush(false); err != nil {
+		return err
+	}
+	if !t.begun {
+		if _, err := t.c.Exec(t.ctx, t.begin); err != nil {
+			return t.check(wrap("begin", err))
+		}
+		t.begun = true
+	}
+	if start == nil {
+		start = []byte{}
+	}
+	for {
+		n := scanChunk
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		var rows pgx.Rows
+		var err error
+		if end == nil {
+			rows, err = t.c.Query(t.ctx, `SELECT k, v FROM kv WHERE k >= $1 ORDER BY k LIMIT $2`, start, n)
+		} else {
+			rows, err = t.c.Query(t.ctx, `SELECT k, v FROM kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`, start, end, n)
+		}
+		if err != nil {
+			return t.check(wrap("scan", err))
+		}
+		type pair struct{ k, v []byte }
+		chunk := make([]pair, 0, n)
+		for rows.Next() {
+			var p pair
+			if err := rows.Scan(&p.k, &p.v); err != nil {
+				rows.Close()
+				return t.check(wrap("scan", err))
+			}
+			chunk = append(chunk, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return t.check(wrap("scan", err))
+		}
+		for _, p := range chunk {
+			if p.v == nil {
+				p.v = []byte{}
+			}
+			if !fn(p.k, p.v) {
+				return nil
+			}
+		}
+		if limit > 0 {
+			limit -= len(chunk)
+			if limit == 0 {
+				return nil
+			}
+		}
+		if len(chunk) < n {
+			return nil
+		}
+		start = append(chunk[len(chunk)-1].k, 0)
+	}
+}
