@@ -216,14 +216,7 @@ func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool
 		}
 		t.begun = true
 	}
-	if start == nil {
-		start = []byte{}
-	}
-	for {
-		n := scanChunk
-		if limit > 0 {
-			n = min(n, limit)
-		}
+	return meta.ScanChunks(start, limit, scanChunk, func(start []byte, n int) ([]meta.Pair, error) {
 		var rows pgx.Rows
 		var err error
 		if end == nil {
@@ -232,39 +225,20 @@ func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool
 			rows, err = t.c.Query(t.ctx, `SELECT k, v FROM kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`, start, end, n)
 		}
 		if err != nil {
-			return t.check(wrap("scan", err))
+			return nil, t.check(wrap("scan", err))
 		}
-		type pair struct{ k, v []byte }
-		chunk := make([]pair, 0, n)
+		defer rows.Close()
+		out := make([]meta.Pair, 0, n)
 		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.k, &p.v); err != nil {
-				rows.Close()
-				return t.check(wrap("scan", err))
+			var p meta.Pair
+			if err := rows.Scan(&p.K, &p.V); err != nil {
+				return nil, t.check(wrap("scan", err))
 			}
-			chunk = append(chunk, p)
+			out = append(out, p)
 		}
-		rows.Close()
 		if err := rows.Err(); err != nil {
-			return t.check(wrap("scan", err))
+			return nil, t.check(wrap("scan", err))
 		}
-		for _, p := range chunk {
-			if p.v == nil {
-				p.v = []byte{}
-			}
-			if !fn(p.k, p.v) {
-				return nil
-			}
-		}
-		if limit > 0 {
-			limit -= len(chunk)
-			if limit == 0 {
-				return nil
-			}
-		}
-		if len(chunk) < n {
-			return nil
-		}
-		start = append(chunk[len(chunk)-1].k, 0)
-	}
+		return out, nil
+	}, fn)
 }

@@ -596,52 +596,26 @@ func (t *txn) Delete(key []byte) error {
 	return nil
 }
 
-type pair struct{ k, v []byte }
-
 func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool) error {
-	if start == nil {
-		start = []byte{}
-	}
-	for {
-		n := scanChunk
-		if limit > 0 {
-			n = min(n, limit)
-		}
+	return meta.ScanChunks(start, limit, scanChunk, func(start []byte, n int) ([]meta.Pair, error) {
 		rows, err := t.query(start, end, n)
 		if err != nil {
-			return fmt.Errorf("sqlite scan: %w", err)
+			return nil, fmt.Errorf("sqlite scan: %w", err)
 		}
-		chunk := make([]pair, 0, n)
+		out := make([]meta.Pair, 0, n)
 		for rows.Next() {
-			var p pair
-			if err := rows.Scan(&p.k, &p.v); err != nil {
+			var p meta.Pair
+			if err := rows.Scan(&p.K, &p.V); err != nil {
 				rows.Close()
-				return fmt.Errorf("sqlite scan: %w", err)
+				return nil, fmt.Errorf("sqlite scan: %w", err)
 			}
-			chunk = append(chunk, p)
+			out = append(out, p)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return fmt.Errorf("sqlite scan: %w", err)
+			return nil, fmt.Errorf("sqlite scan: %w", err)
 		}
-		for _, p := range chunk {
-			if p.v == nil {
-				p.v = []byte{}
-			}
-			if !fn(p.k, p.v) {
-				return nil
-			}
-		}
-		if limit > 0 {
-			limit -= len(chunk)
-			if limit == 0 {
-				return nil
-			}
-		}
-		if len(chunk) < n {
-			return nil
-		}
-		start = append(chunk[len(chunk)-1].k, 0)
-	}
+		return out, nil
+	}, fn)
 }
 
 func (t *txn) query(start, end []byte, n int) (*sql.Rows, error) {
