@@ -65,8 +65,12 @@
 // fragment data. Every CRC is seeded with the segment's salt, so fragment
 // data (user bytes) can never pass for a record header, index or trailer.
 //
-// Writes go to one of four active segments (round robin, so concurrent
-// writers do not queue on one fdatasync), each preallocated with fallocate
+// Writes go to one of four active segments (so that concurrent writers do
+// not all queue on one fdatasync), chosen by file and run of 16 stripes:
+// a file written sequentially lies in long ordered runs of each drive's
+// segments and reads back sequentially (about a fifth faster than when
+// every write took the next segment in turn, on our VMs). Each is
+// preallocated with fallocate
 // (Options.SegmentSize, default 256 MiB; at most 1/32 of a small drive). A
 // writer reserves an aligned extent under the segment's mutex, writes
 // header and data with one pwritev (O_DIRECT), and then waits for a

@@ -39,9 +39,9 @@ type segmentDrive struct {
 	frags     atomic.Int64
 	seq       atomic.Uint64 // last record sequence number
 	nextID    atomic.Uint64 // last segment id
-	rr        atomic.Uint64 // round robin over active slots
-	failed    atomic.Pointer[error]
-	closed    atomic.Bool
+
+	failed atomic.Pointer[error]
+	closed atomic.Bool
 	// ops is held shared by every call and exclusively by Close, which
 	// closes the segment files: no call uses a closed (or reused) fd.
 	ops      sync.RWMutex
@@ -147,11 +147,24 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 	return nil
 }
 
+// slotOf picks the active segment for a fragment: runs of affinityStripes
+// consecutive stripes of a file go to the same one, so that a file
+// written sequentially lies in long contiguous runs of each drive's
+// segments and reads back with large sequential reads; other files and
+// runs spread over the slots by hash.
+func slotOf(k erasure.FragmentKey) int {
+	h := (k.Ino*0x9E3779B97F4A7C15 ^ (k.Stripe/affinityStripes)*0xC2B2AE3D27D4EB4F) >> 32
+	return int(h % activeSegments)
+}
+
+// affinityStripes is the run of a file's stripes that shares a segment.
+const affinityStripes = 16
+
 // place reserves room for r in an active segment, creating one if needed,
 // and sets r.off, r.seq and r.seg. The caller must release the segment.
 func (d *segmentDrive) place(r *record) (*segment, error) {
 	n := Align + r.length
-	slot := &d.slots[d.rr.Add(1)%activeSegments]
+	slot := &d.slots[slotOf(r.key)]
 	slot.Lock()
 	defer slot.Unlock()
 	if s := slot.seg; s != nil {

@@ -312,3 +312,47 @@ func TestSegmentsRoundTripHeaders(t *testing.T) {
 		t.Fatalf("segment header: %v", err)
 	}
 }
+
+// TestSegmentsFileRuns: the fragments of a run of consecutive stripes of
+// one file are appended to one segment, in order (so a sequential read of
+// the file reads each drive sequentially), while different files and runs
+// spread over the active segments.
+func TestSegmentsFileRuns(t *testing.T) {
+	o := segOpts()
+	o.SegmentSize = 64 << 20
+	d, err := Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	sd := d.impl.(*segmentDrive)
+	frag := bytes.Repeat([]byte{7}, 3*Align)
+	slots := map[int]bool{}
+	for ino := uint64(1); ino <= 8; ino++ {
+		for s := uint64(0); s < 2*affinityStripes; s++ {
+			// Interleaved with another file's writes, as concurrent
+			// writers are.
+			for _, k := range []erasure.FragmentKey{{Ino: ino, Stripe: s}, {Ino: 1000 + ino, Stripe: s}} {
+				if err := d.WriteFragment(ctx, k, frag); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for run := uint64(0); run < 2; run++ {
+			first := sd.mu.index[erasure.FragmentKey{Ino: ino, Stripe: run * affinityStripes}]
+			slots[slotOf(erasure.FragmentKey{Ino: ino, Stripe: run * affinityStripes})] = true
+			prev := first
+			for s := run*affinityStripes + 1; s < (run+1)*affinityStripes; s++ {
+				l := sd.mu.index[erasure.FragmentKey{Ino: ino, Stripe: s}]
+				if l.seg != first.seg || l.off <= prev.off {
+					t.Fatalf("file %d stripe %d at segment %d offset %d; stripe %d at segment %d offset %d",
+						ino, s, l.seg.id, l.off, s-1, prev.seg.id, prev.off)
+				}
+				prev = l
+			}
+		}
+	}
+	if len(slots) < 3 {
+		t.Fatalf("16 runs of 8 files used %d of %d active segments", len(slots), activeSegments)
+	}
+}
