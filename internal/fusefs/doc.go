@@ -47,6 +47,14 @@
 // (dropbehind.go): a long read then reuses warm pages instead of filling
 // the page cache with the whole file.
 //
+// # Write errors
+//
+// A background write that fails loses its stripe; every open file
+// description of the file that was open then hears of it once, at its next
+// write, close or fsync (a client.ErrMark per handle, Linux's errseq
+// semantics), whichever descriptor wrote the bytes. A flush that fails
+// keeps its data dirty for the next one.
+//
 // # Durability
 //
 // Metadata changes are durable when the metadata service says so (SQLite
