@@ -153,7 +153,12 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 // segments and reads back with large sequential reads; other files and
 // runs spread over the slots by hash.
 func slotOf(k erasure.FragmentKey) int {
-	h := (k.Ino*0x9E3779B97F4A7C15 ^ (k.Stripe/affinityStripes)*0xC2B2AE3D27D4EB4F) >> 32
+	// splitmix64's finaliser over file and run together, so that two files
+	// do not follow the same sequence of slots.
+	h := k.Ino*0x9E3779B97F4A7C15 + k.Stripe/affinityStripes
+	h = (h ^ h>>30) * 0xBF58476D1CE4E5B9
+	h = (h ^ h>>27) * 0x94D049BB133111EB
+	h ^= h >> 31
 	return int(h % activeSegments)
 }
 

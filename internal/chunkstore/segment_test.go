@@ -355,4 +355,18 @@ func TestSegmentsFileRuns(t *testing.T) {
 	if len(slots) < 3 {
 		t.Fatalf("16 runs of 8 files used %d of %d active segments", len(slots), activeSegments)
 	}
+	// Two files do not share a slot along their whole length.
+	for a := uint64(1); a < 200; a++ {
+		for b := a + 1; b < 200; b++ {
+			same := 0
+			for run := uint64(0); run < 32; run++ {
+				if slotOf(erasure.FragmentKey{Ino: a, Stripe: run * affinityStripes}) == slotOf(erasure.FragmentKey{Ino: b, Stripe: run * affinityStripes}) {
+					same++
+				}
+			}
+			if same > 24 {
+				t.Fatalf("files %d and %d share a segment for %d of 32 runs", a, b, same)
+			}
+		}
+	}
 }

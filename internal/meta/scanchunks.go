@@ -1,5 +1,7 @@
 package meta
 
+import "slices"
+
 // A Pair is one key and its value, as an engine's range query returns it.
 type Pair struct{ K, V []byte }
 
@@ -39,6 +41,6 @@ func ScanChunks(start []byte, limit, chunk int, query func(start []byte, n int) 
 		if len(got) < n {
 			return nil
 		}
-		start = append(got[len(got)-1].K, 0)
+		start = slices.Concat(got[len(got)-1].K, []byte{0})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,7 +42,9 @@ func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta
 	}
 	if err != nil {
 		if !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
-			c.Exec(context.Background(), `ROLLBACK`) //nolint:errcheck // release closes a connection still in a transaction
+			rctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+			c.Exec(rctx, `ROLLBACK`) //nolint:errcheck // release closes a connection still in a transaction
+			cancel()
 		}
 		if t.conflict != nil {
 			return t.conflict // fn failed because the transaction aborted
@@ -50,6 +53,10 @@ func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta
 	}
 	return nil
 }
+
+// rollbackTimeout bounds the ROLLBACK after a failed attempt; a server
+// that does not answer costs the connection, not a stuck caller.
+const rollbackTimeout = 5 * time.Second
 
 func conflict(err error) error {
 	if retryable(err) {
@@ -70,16 +77,24 @@ type txn struct {
 	begun    bool
 	write    bool
 	conflict error             // first serialization failure seen; the tx is aborted
+	failed   error             // first statement error: the transaction must not commit
 	pending  map[string][]byte // key -> value to write; nil: delete
 }
 
 var _ meta.Tx = (*txn)(nil)
 
+// check classifies a statement's error and remembers the first one, so
+// that the transaction cannot commit even if fn carries on without it
+// (its writes may rest on a read that failed, or have been lost with a
+// failed batch).
 func (t *txn) check(err error) error {
 	if err == nil {
 		return nil
 	}
 	err = conflict(err)
+	if t.failed == nil {
+		t.failed = err
+	}
 	if errors.Is(err, meta.ErrRetry) && t.conflict == nil {
 		t.conflict = err
 	}
@@ -155,6 +170,9 @@ var errRolledBack = errors.New("postgres: transaction failed, commit rolled back
 // pending writes, and COMMIT if commit is set. With nothing to send (a
 // transaction that ran no statement) it does nothing.
 func (t *txn) flush(commit bool) error {
+	if t.failed != nil {
+		return t.failed
+	}
 	if !t.begun && len(t.pending) == 0 {
 		return nil
 	}
