@@ -75,6 +75,9 @@ func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Opti
 		return err
 	}
 	fmt.Printf("poolfs mounted on %s (Ctrl-C or umount %s to stop)\n", dir, dir)
+	if hint := idleHaltHint("/"); hint != "" {
+		fmt.Println(hint)
+	}
 	done := make(chan struct{})
 	go func() {
 		srv.Wait()
@@ -112,6 +115,9 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		return nil, err
 	}
 	fmt.Printf("poolfs mounted on %s\n", dir)
+	if hint := idleHaltHint("/"); hint != "" {
+		fmt.Println(hint)
+	}
 	return func() {
 		if err := srv.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "poolfs:", err)
