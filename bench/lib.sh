@@ -1,5 +1,32 @@
-# Shared by the bench scripts (sourced, not run).
-#
+# Shared by the bench scripts (sourced, not run): the tree and the binary,
+# cache dropping, mounts and the processes behind them, and guest halt
+# polling.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin="$root/bin/poolfs"
+pids=() # background processes stop_all kills
+
+# bench_build builds bin/poolfs from the tree.
+bench_build() { (cd "$root" && go build -o "$bin" ./cmd/poolfs); }
+
+# drop writes back and drops the page cache (root).
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# waitmount DIR... waits up to 20 s for each DIR to be a mount point.
+waitmount() {
+  for d in "$@"; do
+    for _ in $(seq 200); do mountpoint -q "$d" && continue 2; sleep 0.1; done
+    echo "no mount on $d" >&2
+    exit 1
+  done
+}
+
+# stop_all MOUNTPOINT... detaches the mounts and stops every process in pids.
+stop_all() {
+  for m in "$@"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+
 # Guest halt polling. Every FUSE round trip wakes a sleeping thread on the
 # other CPU. On a VM whose idle CPUs halt at once (cpuidle-haltpoll with
 # guest_halt_poll_ns=0, as on our CI machines) each such wake-up is a VM

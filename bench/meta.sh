@@ -19,28 +19,21 @@
 set -euo pipefail
 items=${1:-10000}
 work=${2:-./bench/out/meta}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/bin/poolfs"
-(cd "$root" && go build -o "$bin" ./cmd/poolfs)
+source "$(dirname "$0")/lib.sh"
+bench_build
 rm -rf "$work"; mkdir -p "$work"/{local,mnt,lbm,pgm}; work=$(cd "$work" && pwd)
 lb=$(mktemp -d /dev/shm/poolfs-lb.XXXXXX)
-pids=()
-source "$root/bench/lib.sh"
 haltpoll_apply
 cleanup() {
   haltpoll_restore
-  for m in "$work/mnt" "$work/lbm" "$work/pgm"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  stop_all "$work/mnt" "$work/lbm" "$work/pgm"
   rm -rf "$lb" "$work/cluster" "$work/pgcluster" "$work/local"
 }
 trap cleanup EXIT
 
-waitmount() { for _ in $(seq 200); do mountpoint -q "$1" && return 0; sleep 0.1; done; echo "no mount on $1" >&2; exit 1; }
-
 "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 "$bin" mount-null --loopback "$lb" "$work/lbm" >"$work/lb.log" 2>&1 & pids+=($!)
-waitmount "$work/mnt"; waitmount "$work/lbm"
+waitmount "$work/mnt" "$work/lbm"
 targets=("poolfs up --mount, SQLite|$work/mnt" "FUSE loopback over tmpfs (ceiling)|$work/lbm" "local file system|$work/local")
 if [ -n "${POOLFS_PG:-}" ]; then
   "$bin" up -c "$work/pgcluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --meta "$POOLFS_PG" \

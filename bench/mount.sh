@@ -23,19 +23,13 @@
 set -euo pipefail
 size_gib=${1:-8}
 work=${2:-./bench/out/mount}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/bin/poolfs"
-(cd "$root" && go build -o "$bin" ./cmd/poolfs)
+source "$(dirname "$0")/lib.sh"
+bench_build
 rm -rf "$work"; mkdir -p "$work"/{local,null,nulld,mnt}; work=$(cd "$work" && pwd)
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-pids=()
-source "$root/bench/lib.sh"
 haltpoll_apply
 cleanup() {
   haltpoll_restore
-  for m in "$work/null" "$work/nulld" "$work/mnt"; do fusermount3 -u -z "$m" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  stop_all "$work/null" "$work/nulld" "$work/mnt"
   rm -rf "$work/cluster" "$work/local"
 }
 trap cleanup EXIT
@@ -59,7 +53,7 @@ if [ "${POOLFS_MOUNT:-embedded}" = client ]; then
 else
   "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 fi
-for _ in $(seq 100); do mountpoint -q "$work/mnt" && mountpoint -q "$work/null" && mountpoint -q "$work/nulld" && break; sleep 0.1; done
+waitmount "$work/mnt" "$work/null" "$work/nulld"
 
 haltpoll_line
 echo "| transfer | procs | fio O_DIRECT write / read | FUSE null write (direct) / read | poolfs write / read | poolfs / fio (target 50% / 75%) | poolfs / FUSE null |"

@@ -12,13 +12,11 @@
 set -euo pipefail
 size_gib=${1:-4}
 work=${2:-./bench/out/putget}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin="$root/bin/poolfs"
-(cd "$root" && go build -o "$bin" ./cmd/poolfs)
+source "$(dirname "$0")/lib.sh"
+bench_build
 command -v fio >/dev/null || { echo "needs fio (scripts/deps.sh bench)"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"; work=$(cd "$work" && pwd)
 size=$((size_gib << 30))
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
 fio_bw() { # rw engine depth -> bytes/s
   fio --name=lim --rw="$1" --bs=4M --size="${size_gib}G" --direct=1 --ioengine="$2" --iodepth="$3" \

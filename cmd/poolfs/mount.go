@@ -74,10 +74,7 @@ func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Opti
 	if err != nil {
 		return err
 	}
-	fmt.Printf("poolfs mounted on %s (Ctrl-C or umount %s to stop)\n", dir, dir)
-	if hint := idleHaltHint("/"); hint != "" {
-		fmt.Println(hint)
-	}
+	announceMount(fmt.Sprintf("poolfs mounted on %s (Ctrl-C or umount %s to stop)", dir, dir))
 	done := make(chan struct{})
 	go func() {
 		srv.Wait()
@@ -114,10 +111,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		dialer.Close()
 		return nil, err
 	}
-	fmt.Printf("poolfs mounted on %s\n", dir)
-	if hint := idleHaltHint("/"); hint != "" {
-		fmt.Println(hint)
-	}
+	announceMount("poolfs mounted on " + dir)
 	return func() {
 		if err := srv.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "poolfs:", err)

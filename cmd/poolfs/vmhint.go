@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,4 +29,12 @@ func idleHaltHint(root string) string {
 	}
 	return "poolfs: note: this VM's idle CPUs halt at once (haltpoll guest_halt_poll_ns=0), so every FUSE request " +
 		"wakes a halted CPU; metadata rates rise by half or more with `echo 200000 > /" + haltPollParam + "` (root; see README)"
+}
+
+// announceMount prints that a mount is up, and the hint, if any.
+func announceMount(msg string) {
+	fmt.Println(msg)
+	if hint := idleHaltHint("/"); hint != "" {
+		fmt.Println(hint)
+	}
 }

@@ -151,8 +151,9 @@ func TestENOSPC(t *testing.T) {
 
 // TestWriteErrorEveryDescriptor: when the pool fills while two
 // descriptors have a file open for writing, the one whose writes failed
-// hears of it, and so does the other at close, although it wrote nothing (as Linux reports a page-cache writeback error to every
-// open file description). A descriptor opened after the loss is not told.
+// hears of it, and so does the other at close, although it wrote nothing
+// (as Linux reports a page-cache writeback error to every open file
+// description). A descriptor opened after the loss is not told.
 func TestWriteErrorEveryDescriptor(t *testing.T) {
 	c := startCluster(t, cluster.Config{Drives: 7, Scheme: "4+2", Unit: 64 << 10, DriveSize: 8 << 20})
 	mnt := mount(t, c)

@@ -34,7 +34,7 @@ func resident(t *testing.T, f *os.File, off, n int64) int {
 }
 
 // TestDropBehind: a sequential reader leaves only a window of page cache
-// behind it, reads every byte right, and a reader going back afterwards
+// behind it and reads every byte right; a reader going back afterwards
 // reads right too.
 func TestDropBehind(t *testing.T) {
 	c := startCluster(t, cluster0())
@@ -76,7 +76,8 @@ func TestDropBehind(t *testing.T) {
 	if n := resident(t, f, size-dropBehindStep, dropBehindStep); n == 0 {
 		t.Fatalf("nothing cached of the last %d MiB read", dropBehindStep>>20)
 	}
-	// Going back: right bytes, and drop-behind stops for the file.
+	// Going back (which stops drop-behind for the file) reads the right
+	// bytes.
 	got := make([]byte, 3<<20)
 	if _, err := f.ReadAt(got, 5<<20); err != nil {
 		t.Fatal(err)

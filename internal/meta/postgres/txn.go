@@ -46,8 +46,8 @@ func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta
 			c.Exec(rctx, `ROLLBACK`) //nolint:errcheck // release closes a connection still in a transaction
 			cancel()
 		}
-		if t.conflict != nil {
-			return t.conflict // fn failed because the transaction aborted
+		if errors.Is(t.failed, meta.ErrRetry) {
+			return t.failed // fn failed because the transaction aborted
 		}
 		return err
 	}
@@ -71,14 +71,13 @@ func conflict(err error) error {
 // order (so that two transactions writing the same keys lock them in the
 // same order). Gets see pending writes first.
 type txn struct {
-	ctx      context.Context
-	c        *pgx.Conn
-	begin    string // the BEGIN statement, sent with the first statement
-	begun    bool
-	write    bool
-	conflict error             // first serialization failure seen; the tx is aborted
-	failed   error             // first statement error: the transaction must not commit
-	pending  map[string][]byte // key -> value to write; nil: delete
+	ctx     context.Context
+	c       *pgx.Conn
+	begin   string // the BEGIN statement, sent with the first statement
+	begun   bool
+	write   bool
+	failed  error             // first statement error (a conflict: ErrRetry); the tx must not commit
+	pending map[string][]byte // key -> value to write; nil: delete
 }
 
 var _ meta.Tx = (*txn)(nil)
@@ -94,9 +93,6 @@ func (t *txn) check(err error) error {
 	err = conflict(err)
 	if t.failed == nil {
 		t.failed = err
-	}
-	if errors.Is(err, meta.ErrRetry) && t.conflict == nil {
-		t.conflict = err
 	}
 	return err
 }

@@ -214,6 +214,7 @@ func (e *Engine) abortLinger(err error) error {
 // enqueue adds r to the writers' queue, leading if no one does, and waits
 // for it.
 func (e *Engine) enqueue(r *request) error {
+	r.done = make(chan struct{})
 	q := &e.wq
 	q.Lock()
 	if q.closed {
@@ -240,12 +241,12 @@ func (e *Engine) enqueue(r *request) error {
 
 // viewOnWriter runs a View's fn inside the lingering transaction.
 func (e *Engine) viewOnWriter(ctx context.Context, fn func(meta.Tx) error) error {
-	return e.enqueue(&request{ctx: ctx, fn: fn, view: true, done: make(chan struct{})})
+	return e.enqueue(&request{ctx: ctx, fn: fn, view: true})
 }
 
 // flushLinger commits the lingering transaction, if any.
 func (e *Engine) flushLinger(ctx context.Context) error {
-	err := e.enqueue(&request{ctx: ctx, flush: true, done: make(chan struct{})})
+	err := e.enqueue(&request{ctx: ctx, flush: true})
 	if errors.Is(err, errClosed) {
 		return nil // Close committed it
 	}

@@ -324,7 +324,7 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return e.enqueue(&request{ctx: ctx, fn: fn, done: make(chan struct{})})
+	return e.enqueue(&request{ctx: ctx, fn: fn})
 }
 
 // lead runs batches of queued requests until the queue is empty, or, with
