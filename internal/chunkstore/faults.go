@@ -29,6 +29,7 @@ type FaultyDrive struct {
 		offline     bool
 		corruptFrac float64
 		rng         *rand.Rand // nil: no corruption
+		corrupted   int64      // reads corrupted so far
 		extra       time.Duration
 	}
 }
@@ -64,6 +65,9 @@ func (f *FaultyDrive) CorruptReads(fraction float64, seed int64) {
 		f.mu.rng = rand.New(rand.NewPCG(uint64(seed), 0x636f7272757074))
 	}
 }
+
+// Corrupted reports how many reads CorruptReads has corrupted so far.
+func (f *FaultyDrive) Corrupted() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.mu.corrupted }
 
 // SlowDown adds extra delay to every operation (0 removes it).
 func (f *FaultyDrive) SlowDown(extra time.Duration) { f.mu.Lock(); f.mu.extra = extra; f.mu.Unlock() }
@@ -106,6 +110,7 @@ func (f *FaultyDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey,
 	if f.mu.rng != nil && f.mu.rng.Float64() < f.mu.corruptFrac && len(b) > 0 {
 		bit := f.mu.rng.IntN(len(b) * 8)
 		b[bit/8] ^= 1 << (bit % 8)
+		f.mu.corrupted++
 	}
 	f.mu.Unlock()
 	return b, nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/mgmt"
@@ -307,17 +308,33 @@ func TestCorruptReadsAreRepaired(t *testing.T) {
 	if err := c.storage.Fault(storage.FaultArgs{Drive: 6, Op: "corrupt", Fraction: 0.01, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	// Enough reads that ~1% of them on d06 hit a flipped bit.
-	for round := 0; round < 15; round++ {
+	d, err := c.storage.Drive(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := d.(*chunkstore.FaultyDrive)
+	repairs := func() int64 {
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		return int64(lc.n["read repair"])
+	}
+	// Read until d06 has flipped bits in a few reads (~1% of them) and
+	// repairs were logged. How many reads a round sends to d06 depends on
+	// placement, so count instead of guessing. Not every corrupted read is
+	// repaired: a ranged read that fails its checksum falls back to a
+	// stripe read, which (the injected corruption being transient) may
+	// then read the fragment intact.
+	for round := 0; fd.Corrupted() < 3 || repairs() == 0; round++ {
+		if round == 300 {
+			t.Fatalf("%d read repairs logged for %d corrupted reads on d06 after %d rounds", repairs(), fd.Corrupted(), round)
+		}
 		verifyFiles(t, conn2, files)
 	}
-	lc.mu.Lock()
-	n := lc.n["read repair"]
-	lc.mu.Unlock()
-	if n == 0 {
-		t.Fatal("no read repair logged although d06 corrupts 1% of reads")
+	n := repairs()
+	if n > fd.Corrupted() {
+		t.Fatalf("%d read repairs logged for only %d corrupted reads on d06", n, fd.Corrupted())
 	}
-	t.Logf("%d read repairs", n)
+	t.Logf("%d read repairs for %d corrupted reads", n, fd.Corrupted())
 }
 
 func TestThirdFailureReportsLostFiles(t *testing.T) {
