@@ -19,6 +19,9 @@ test:
 	@test -z "$$(gofmt -l cmd internal)" || { echo "gofmt needed:"; gofmt -l cmd internal; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+	# The mount tests again with requests over /dev/fuse (the run above
+	# serves them over io_uring where the kernel has it).
+	POOLFS_TEST_URING=0 $(GO) test -race -timeout 10m ./internal/fusefs/
 
 lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...

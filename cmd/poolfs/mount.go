@@ -23,6 +23,7 @@ type mountFlags struct {
 	sessionTTL   time.Duration
 	allowOther   bool
 	cachedWrites bool
+	uring        bool
 	debug        bool
 }
 
@@ -31,6 +32,7 @@ func (f *mountFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.sessionTTL, "session-ttl", fusefs.DefaultSessionTTL, "lease of the mount's client session: if the mount is killed, the files it held open are released this long after")
 	cmd.Flags().BoolVar(&f.allowOther, "allow-other", os.Geteuid() == 0, "let other users use the mount (permission bits still apply)")
 	cmd.Flags().BoolVar(&f.cachedWrites, "cached-writes", false, "send writes through the kernel's page cache (FUSE's default: slower for large writes, one writer per file at a time)")
+	cmd.Flags().BoolVar(&f.uring, "uring", os.Geteuid() == 0, "serve FUSE requests from the kernel's per-CPU io_uring queues (Linux 6.14+, root: turns on the fuse module's enable_uring; falls back to /dev/fuse without)")
 	cmd.Flags().BoolVar(&f.debug, "fuse-debug", false, "log every FUSE request")
 }
 
@@ -40,7 +42,7 @@ func (f *mountFlags) options() fusefs.Options {
 		t = -1 // no caching
 	}
 	return fusefs.Options{
-		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, CachedWrites: f.cachedWrites, Debug: f.debug, SessionTTL: f.sessionTTL,
+		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, CachedWrites: f.cachedWrites, URing: f.uring, Debug: f.debug, SessionTTL: f.sessionTTL,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }
@@ -74,7 +76,7 @@ func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Opti
 	if err != nil {
 		return err
 	}
-	announceMount(fmt.Sprintf("poolfs mounted on %s (Ctrl-C or umount %s to stop)", dir, dir))
+	announceMount(fmt.Sprintf("poolfs mounted on %s (Ctrl-C or umount %s to stop)", dir, dir), srv)
 	done := make(chan struct{})
 	go func() {
 		srv.Wait()
@@ -111,7 +113,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		dialer.Close()
 		return nil, err
 	}
-	announceMount("poolfs mounted on " + dir)
+	announceMount("poolfs mounted on "+dir, srv)
 	return func() {
 		if err := srv.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "poolfs:", err)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"poolfs/internal/fusefs"
 )
 
 // haltPollParam is the guest halt-polling window of cpuidle-haltpoll.
@@ -28,12 +30,19 @@ func idleHaltHint(root string) string {
 		return ""
 	}
 	return "poolfs: note: this VM's idle CPUs halt at once (haltpoll guest_halt_poll_ns=0), so every FUSE request " +
-		"wakes a halted CPU; metadata rates rise by half or more with `echo 200000 > /" + haltPollParam + "` (root; see README)"
+		"over /dev/fuse wakes a halted CPU; metadata rates rise by half or more with FUSE over io_uring (Linux 6.14+, " +
+		"root: --uring) or with `echo 200000 > /" + haltPollParam + "` (root; see README)"
 }
 
-// announceMount prints that a mount is up, and the hint, if any.
-func announceMount(msg string) {
+// announceMount prints that a mount is up, how requests reach it, and the
+// hint, if any: with io_uring requests stay on the CPU that made them, so
+// halting idle CPUs costs little.
+func announceMount(msg string, srv *fusefs.Server) {
 	fmt.Println(msg)
+	if srv.URing() {
+		fmt.Println("poolfs: FUSE requests come over per-CPU io_uring queues")
+		return
+	}
 	if hint := idleHaltHint("/"); hint != "" {
 		fmt.Println(hint)
 	}

@@ -83,7 +83,7 @@ func mountInProcess(t *testing.T, c *cluster.Cluster) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Mount(dir, cl, Options{AllowOther: true})
+	srv, err := Mount(dir, cl, Options{AllowOther: true, URing: testURing()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"poolfs/internal/client"
+	"poolfs/internal/fuseuring"
 	"poolfs/internal/meta"
 )
 
@@ -44,6 +45,11 @@ type Options struct {
 	// cache, but every write is copied into it first and the writers of
 	// one file take turns.
 	CachedWrites bool
+	// URing serves requests from the kernel's per-CPU io_uring queues
+	// (FUSE over io_uring, Linux 6.14+; internal/fuseuring) instead of
+	// /dev/fuse reads, turning on the fuse module's enable_uring
+	// parameter (root). Without kernel support it falls back to /dev/fuse.
+	URing bool
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger // default: discard
@@ -80,9 +86,10 @@ type FS struct {
 
 // Server is a mounted file system.
 type Server struct {
-	dir string
-	srv *fuse.Server
-	fs  *FS
+	dir  string
+	srv  *fuse.Server
+	fs   *FS
+	ring *fuseuring.Transport // nil: requests come over /dev/fuse
 }
 
 // Mount mounts the file system of c on dir and serves it in the background
@@ -154,7 +161,7 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 		RootStableAttr:  &fs.StableAttr{Ino: uint64(meta.RootIno)},
 	}
 	root := &node{fsys: fsys, ino: meta.RootIno}
-	srv, err := fs.Mount(dir, root, fo)
+	srv, ring, err := mountServer(dir, root, fo, o)
 	if err != nil {
 		fsys.opens.stop()
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
@@ -171,7 +178,7 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 			o.Logger.Warn("fusefs: sequential reads will be slower", "err", err)
 		}
 	}
-	return &Server{dir: dir, srv: srv, fs: fsys}, nil
+	return &Server{dir: dir, srv: srv, fs: fsys, ring: ring}, nil
 }
 
 // Unmount unmounts the file system. If it is busy (a process has a file
@@ -186,15 +193,26 @@ func (s *Server) Unmount() error {
 		}
 	}
 	s.srv.Wait()
+	s.waitRing()
 	s.fs.opens.stop()
 	return nil
+}
+
+func (s *Server) waitRing() {
+	if s.ring != nil {
+		s.ring.Wait()
+	}
 }
 
 // Wait blocks until the file system is unmounted.
 func (s *Server) Wait() {
 	s.srv.Wait()
+	s.waitRing()
 	s.fs.opens.stop()
 }
+
+// URing reports whether requests come over io_uring (Options.URing took).
+func (s *Server) URing() bool { return s.ring != nil }
 
 // Dir returns the mount point.
 func (s *Server) Dir() string { return s.dir }

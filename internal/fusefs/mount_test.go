@@ -83,7 +83,19 @@ func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
 // mount mounts c (through its own client connection, as a separate
 // machine would) on a new directory and unmounts it at cleanup, even when
 // the test failed.
+// testURing is whether the tests' mounts serve FUSE over io_uring, as
+// `poolfs mount` does by default: yes, unless POOLFS_TEST_URING=0 (the
+// Makefile runs this package both ways).
+func testURing() bool { return os.Getenv("POOLFS_TEST_URING") != "0" }
+
 func mount(t *testing.T, c *cluster.Cluster) string {
+	t.Helper()
+	dir, _ := mountSrv(t, c)
+	return dir
+}
+
+// mountSrv mounts as mount does and also returns the Server.
+func mountSrv(t *testing.T, c *cluster.Cluster) (string, *Server) {
 	t.Helper()
 	conn, err := cluster.Connect(context.Background(), c.Config.Dir, client.Options{})
 	if err != nil {
@@ -93,7 +105,7 @@ func mount(t *testing.T, c *cluster.Cluster) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Mount(dir, conn.Client, Options{AllowOther: true})
+	srv, err := Mount(dir, conn.Client, Options{AllowOther: true, URing: testURing()})
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)
@@ -120,7 +132,7 @@ func mount(t *testing.T, c *cluster.Cluster) string {
 		}
 		conn.Close()
 	})
-	return dir
+	return dir, srv
 }
 
 // abortConn aborts the FUSE connection of the mount whose st_dev is dev,

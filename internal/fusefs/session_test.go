@@ -24,7 +24,7 @@ func TestSessionClosedAtUnmount(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Mount(dir, conn.Client, Options{AllowOther: true})
+	srv, err := Mount(dir, conn.Client, Options{AllowOther: true, URing: testURing()})
 	if err != nil {
 		t.Fatal(err)
 	}

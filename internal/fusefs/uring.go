@@ -1,0 +1,101 @@
+package fusefs
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"poolfs/internal/fuseuring"
+)
+
+// mountMu serialises mounts in this process while one of them looks for
+// the /dev/fuse descriptor go-fuse opened (go-fuse does not expose it).
+var mountMu sync.Mutex
+
+// devFuseFDs returns this process's descriptors open on /dev/fuse.
+func devFuseFDs() map[int]bool {
+	out := map[int]bool{}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && t == "/dev/fuse" {
+			if fd, err := strconv.Atoi(e.Name()); err == nil {
+				out[fd] = true
+			}
+		}
+	}
+	return out
+}
+
+// mountServer mounts root on dir as fs.Mount does and, with o.URing,
+// moves the connection's requests to the kernel's per-CPU io_uring queues
+// (fuseuring) once INIT has negotiated them. It returns the transport, or
+// nil when requests stay on /dev/fuse (o.URing unset, or the kernel
+// without FUSE over io_uring, which is logged).
+func mountServer(dir string, root fs.InodeEmbedder, fo *fs.Options, o Options) (*fuse.Server, *fuseuring.Transport, error) {
+	rawFS := fs.NewNodeFS(root, fo)
+	if o.URing {
+		if err := fuseuring.Enable(); err != nil {
+			o.Logger.Warn("fusefs: FUSE over io_uring is off; serving /dev/fuse", "err", err)
+			o.URing = false
+		}
+	}
+	if !o.URing {
+		srv, err := fuse.NewServer(rawFS, dir, &fo.MountOptions)
+		if err != nil {
+			return nil, nil, err
+		}
+		return srv, nil, serve(srv)
+	}
+	fo.MountOptions.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	mountMu.Lock()
+	before := devFuseFDs()
+	srv, err := fuse.NewServer(rawFS, dir, &fo.MountOptions) // mounts and answers INIT
+	fd := -1
+	for f := range devFuseFDs() {
+		if !before[f] {
+			fd = f
+		}
+	}
+	mountMu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if srv.KernelSettings().Flags64()&fuse.CAP_OVER_IO_URING == 0 {
+		o.Logger.Warn("fusefs: the kernel did not offer FUSE over io_uring; serving /dev/fuse")
+		return srv, nil, serve(srv)
+	}
+	// INIT accepted io_uring: the kernel holds every request until each
+	// CPU's queue has an entry, so the queues come before waiting for the
+	// mount. FORGETs and INTERRUPTs still come over /dev/fuse.
+	go srv.Serve()
+	t, err := startRing(fd, rawFS, fo, srv, o)
+	if err != nil {
+		_ = srv.Unmount()
+		return nil, nil, err
+	}
+	return srv, t, srv.WaitMount()
+}
+
+func startRing(fd int, rawFS fuse.RawFileSystem, fo *fs.Options, srv *fuse.Server, o Options) (*fuseuring.Transport, error) {
+	if fd < 0 {
+		return nil, fmt.Errorf("fusefs: io_uring: the mount's /dev/fuse descriptor not found")
+	}
+	ps := fuse.NewProtocolServer(rawFS, &fo.MountOptions)
+	if err := fuseuring.Init(ps, srv.KernelSettings()); err != nil {
+		return nil, err
+	}
+	return fuseuring.Start(fd, ps, fuseuring.Options{PayloadSize: max(o.MaxWrite, 8192), Logger: o.Logger})
+}
+
+// serve runs srv's /dev/fuse loop and waits until the mount is visible.
+func serve(srv *fuse.Server) error {
+	go srv.Serve()
+	return srv.WaitMount()
+}

@@ -1,0 +1,411 @@
+package fuseuring
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// FUSE-over-io_uring ABI (include/uapi/linux/fuse.h, protocol 7.42).
+const (
+	// CapOverIOURing is the INIT flag by which the kernel offers, and the
+	// server accepts, requests over io_uring.
+	CapOverIOURing = 1 << 41
+
+	cmdRegister       = 1 // FUSE_IO_URING_CMD_REGISTER
+	cmdCommitAndFetch = 2 // FUSE_IO_URING_CMD_COMMIT_AND_FETCH
+
+	inHeaderSize  = 40  // struct fuse_in_header
+	outHeaderSize = 16  // struct fuse_out_header
+	opInOff       = 128 // fuse_uring_req_header.op_in
+	opInSize      = 128
+	entOff        = 256  // fuse_uring_req_header.ring_ent_in_out
+	headerSize    = 288  // sizeof(struct fuse_uring_req_header)
+	iovOff        = 512  // where an entry keeps its two iovecs (our layout)
+	bellOff       = 1024 // where entry 0 holds the doorbell's read buffer
+	bellTag       = 1 << 63
+
+	// Opcodes (struct fuse_in_header.opcode).
+	opSetattr       = 4
+	opRead          = 15
+	opWrite         = 16
+	opRelease       = 18
+	opFsync         = 20
+	opFlush         = 25
+	opInit          = 26
+	opFsyncdir      = 30
+	opSetlkw        = 33
+	opIoctl         = 39
+	opPoll          = 40
+	opFallocate     = 43
+	opLseek         = 46
+	opCopyFileRange = 47
+)
+
+// EnableParam is the fuse module parameter that allows io_uring at all.
+const EnableParam = "/sys/module/fuse/parameters/enable_uring"
+
+// Enabled reports whether the kernel allows FUSE over io_uring.
+func Enabled() bool {
+	b, err := os.ReadFile(EnableParam)
+	return err == nil && strings.TrimSpace(string(b)) == "Y"
+}
+
+// Enable turns the fuse module's enable_uring parameter on (root only).
+func Enable() error {
+	if Enabled() {
+		return nil
+	}
+	if err := os.WriteFile(EnableParam, []byte("Y"), 0); err != nil {
+		return fmt.Errorf("fuseuring: enable %s: %w", EnableParam, err)
+	}
+	return nil
+}
+
+// Options configure a Transport.
+type Options struct {
+	// PayloadSize is each entry's payload buffer: at least the
+	// connection's largest request or reply (max_write, max_pages pages).
+	PayloadSize int
+	// Entries is how many requests each CPU's queue holds at once
+	// (default 16); each entry has a PayloadSize buffer.
+	Entries int
+	Logger  *slog.Logger
+}
+
+// Transport serves a FUSE connection's requests from the kernel's per-CPU
+// io_uring queues.
+type Transport struct {
+	fd   int // our duplicate of the connection's /dev/fuse descriptor
+	ps   *fuse.ProtocolServer
+	opts Options
+	wg   sync.WaitGroup
+}
+
+// Start registers Options.Entries entries on every CPU's queue of the
+// connection whose /dev/fuse descriptor is fd (which INIT negotiated
+// CapOverIOURing for) and serves requests on them with ps until the
+// connection ends. ps must have seen the connection's INIT (see Init).
+// Errors from the registration (io_uring unavailable, not negotiated)
+// are returned; nothing is left running then, and the connection goes on
+// over /dev/fuse.
+func Start(fd int, ps *fuse.ProtocolServer, o Options) (*Transport, error) {
+	if o.Entries <= 0 {
+		o.Entries = 16
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	dfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, fmt.Errorf("fuseuring: dup /dev/fuse: %w", err)
+	}
+	t := &Transport{fd: dfd, ps: ps, opts: o}
+	ncpu := possibleCPUs()
+	errs := make(chan error, ncpu)
+	for q := 0; q < ncpu; q++ {
+		t.wg.Add(1)
+		go t.worker(q, errs)
+	}
+	var first error
+	for i := 0; i < ncpu; i++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		// Registered entries of other workers stay with the kernel
+		// until the connection ends; their workers serve them.
+		return t, first
+	}
+	return t, nil
+}
+
+// Wait returns when every worker has ended (the connection is gone).
+func (t *Transport) Wait() {
+	t.wg.Wait()
+	syscall.Close(t.fd)
+}
+
+// possibleCPUs is the number of the kernel's queues (one per possible CPU).
+func possibleCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	if err == nil {
+		s := strings.TrimSpace(string(b))
+		if i := strings.LastIndexAny(s, "-,"); i >= 0 {
+			s = s[i+1:]
+		}
+		var n int
+		if _, err := fmt.Sscanf(s, "%d", &n); err == nil {
+			return n + 1
+		}
+	}
+	return runtime.NumCPU()
+}
+
+// entry is one registered ring entry: its header and payload buffers live
+// outside the Go heap (the kernel writes them while no Go pointer says so).
+type entry struct {
+	mem     []byte // header page, then the payload
+	header  []byte
+	payload []byte
+	scratch []byte // a copy of a request's payload (not WRITE data)
+}
+
+func newEntry(payloadSize int) (*entry, error) {
+	page := os.Getpagesize()
+	payloadSize = (payloadSize + page - 1) &^ (page - 1)
+	mem, err := unix.Mmap(-1, 0, page+payloadSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, fmt.Errorf("fuseuring: entry buffers: %w", err)
+	}
+	e := &entry{mem: mem, header: mem[:headerSize], payload: mem[page:]}
+	iov := unsafe.Slice((*unix.Iovec)(unsafe.Pointer(&mem[iovOff])), 2)
+	iov[0].Base, iov[0].Len = &mem[0], headerSize
+	iov[1].Base, iov[1].Len = &e.payload[0], uint64(len(e.payload))
+	return e, nil
+}
+
+// worker owns queue q's ring and its Options.Entries entries, on a
+// thread bound to CPU q: a request from a process on CPU q is served
+// without waking another CPU. Requests that may wait long (data, fsync,
+// blocking locks) are handed to goroutines, which commit their replies
+// themselves; the rest are served on this thread. It reports its
+// registration on errs, then serves until the connection ends.
+func (t *Transport) worker(q int, errs chan<- error) {
+	defer t.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set unix.CPUSet
+	set.Set(q)
+	_ = unix.SchedSetaffinity(0, &set) // best effort: a CPU may be offline
+	n := t.opts.Entries
+	r, err := newRing(uint32(2 * n))
+	if err != nil {
+		errs <- err
+		return
+	}
+	defer r.close()
+	ents := make([]*entry, n)
+	defer func() {
+		for _, e := range ents {
+			if e != nil {
+				_ = unix.Munmap(e.mem)
+			}
+		}
+	}()
+	for i := range ents {
+		if ents[i], err = newEntry(t.opts.PayloadSize); err != nil {
+			errs <- err
+			return
+		}
+		if err := r.submit(t.command(ents[i], i, q, cmdRegister, 0)); err != nil {
+			errs <- fmt.Errorf("fuseuring: register entry on queue %d: %w", q, err)
+			return
+		}
+	}
+	// A failed registration completes at once.
+	var regErr error
+	r.reap(func(c cqe) {
+		regErr = fmt.Errorf("fuseuring: register entry on queue %d: %w", q, syscall.Errno(-c.res))
+	})
+	errs <- regErr
+	if regErr != nil {
+		return
+	}
+	// The doorbell: goroutines that served a request publish its commit
+	// and ring this eventfd; the read pending on it completes and wakes
+	// this thread, whose next enter submits the commit. Only this thread
+	// submits: the kernel delivers an entry's next request through task
+	// work on the thread that submitted its last command, and any other
+	// thread may be the one blocked on the mount, waiting for it.
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
+		return
+	}
+	defer syscall.Close(efd)
+	bell := ents[0].mem[bellOff : bellOff+8] // outside the Go heap
+	ring := func() error {
+		return r.publish(func(s *sqe) {
+			s.opcode = opIORead
+			s.fd = int32(efd)
+			s.addr = uint64(uintptr(unsafe.Pointer(&bell[0])))
+			s.len = 8
+			s.userData = bellTag
+		})
+	}
+	if err := ring(); err != nil {
+		t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
+		return
+	}
+	var inflight sync.WaitGroup // requests served by goroutines
+	defer inflight.Wait()       // before the entries' memory goes
+	live := n
+	for live > 0 {
+		if err := r.enter(true); err != nil {
+			t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
+			return
+		}
+		r.reap(func(c cqe) {
+			if c.userData == bellTag {
+				if c.res < 0 && c.res != -int32(syscall.EINTR) && c.res != -int32(syscall.EAGAIN) {
+					t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", syscall.Errno(-c.res))
+				}
+				if err := ring(); err != nil {
+					t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", err)
+				}
+				return
+			}
+			if c.res < 0 {
+				// The connection ended (ENOTCONN) or the entry was
+				// cancelled: nothing more comes to it.
+				live--
+				return
+			}
+			i := int(c.userData)
+			e := ents[i]
+			if async(e.opcode()) {
+				inflight.Add(1)
+				go func() {
+					defer inflight.Done()
+					t.commit(r, e, i, q, t.serve(e))
+					var one [8]byte
+					one[0] = 1
+					if _, err := unix.Write(efd, one[:]); err != nil {
+						t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", err)
+					}
+				}()
+				return
+			}
+			t.commit(r, e, i, q, t.serve(e))
+		})
+	}
+}
+
+// commit publishes e's reply and the request for its next one; the
+// queue's thread submits it at its next enter.
+func (t *Transport) commit(r *ring, e *entry, i, q int, commitID uint64) {
+	if err := r.publish(t.command(e, i, q, cmdCommitAndFetch, commitID)); err != nil {
+		t.opts.Logger.Warn("fuseuring: commit", "queue", q, "err", err)
+	}
+}
+
+// async reports whether requests with opcode may wait long: they are served
+// on goroutines so that they do not hold up the queue's other requests
+// (and a blocking lock cannot wait for an unlock queued behind it).
+// FLUSH stays on the queue's thread although it may wait for a file's
+// last writes: every close sends one, and handing it to a goroutine wakes
+// another CPU, which halves the rate of creates.
+func async(opcode uint32) bool {
+	switch opcode {
+	case opRead, opWrite, opFsync, opFsyncdir, opSetlkw,
+		opFallocate, opCopyFileRange, opLseek, opIoctl, opPoll, opSetattr:
+		return true
+	}
+	return false
+}
+
+// command returns the filler of a REGISTER or COMMIT_AND_FETCH of entry i
+// (e) on queue q.
+func (t *Transport) command(e *entry, i, q, cmd int, commitID uint64) func(*sqe) {
+	return func(s *sqe) {
+		s.opcode = opURingCmd
+		s.fd = int32(t.fd)
+		s.off = uint64(cmd)
+		s.userData = uint64(i)
+		if cmd == cmdRegister {
+			s.addr = uint64(uintptr(unsafe.Pointer(&e.mem[iovOff])))
+			s.len = 2
+		}
+		// struct fuse_uring_cmd_req: flags, commit_id, qid.
+		binary.LittleEndian.PutUint64(s.cmd[8:], commitID)
+		binary.LittleEndian.PutUint16(s.cmd[16:], uint16(q))
+	}
+}
+
+func (e *entry) opcode() uint32 { return binary.LittleEndian.Uint32(e.header[4:]) }
+
+// serve handles the request in e, writes the reply into e and returns the
+// request's commit id.
+func (t *Transport) serve(e *entry) uint64 {
+	h := e.header
+	ent := h[entOff:headerSize]
+	commitID := binary.LittleEndian.Uint64(ent[8:])
+	payloadSz := int(binary.LittleEndian.Uint32(ent[16:]))
+	length := int(binary.LittleEndian.Uint32(h[0:]))
+	opcode := binary.LittleEndian.Uint32(h[4:])
+	unique := binary.LittleEndian.Uint64(h[8:])
+	opSize := length - inHeaderSize - payloadSz
+	if opSize < 0 || opSize > opInSize || payloadSz > len(e.payload) {
+		t.opts.Logger.Warn("fuseuring: malformed request", "opcode", opcode, "len", length, "payload", payloadSz)
+		t.reply(e, unique, -int32(syscall.EIO), 0)
+		return commitID
+	}
+	payload := e.payload[:payloadSz]
+	if opcode != opWrite {
+		// The reply is written over the payload buffer; keep the
+		// request's bytes (names, xattr values) apart. WRITE data is
+		// consumed before its reply (8 bytes) is written.
+		if cap(e.scratch) < payloadSz {
+			e.scratch = make([]byte, max(payloadSz, 4096))
+		}
+		payload = e.scratch[:copy(e.scratch[:payloadSz], payload)]
+	}
+	in := [][]byte{h[:inHeaderSize], h[opInOff : opInOff+opSize], payload}
+	out := [][]byte{h[:outHeaderSize], e.payload}
+	n, st := t.ps.HandleRequest(in, out)
+	if st != fuse.OK || n < outHeaderSize {
+		if n == 0 && st == fuse.OK {
+			st = fuse.ENOSYS // a request that wants no reply has no place here
+		}
+		t.opts.Logger.Warn("fuseuring: request failed", "opcode", opcode, "status", st)
+		t.reply(e, unique, -int32(st), 0)
+		return commitID
+	}
+	binary.LittleEndian.PutUint32(ent[16:], uint32(n-outHeaderSize))
+	return commitID
+}
+
+// reply writes a reply header with no payload.
+func (t *Transport) reply(e *entry, unique uint64, errno int32, payload int) {
+	h := e.header
+	binary.LittleEndian.PutUint32(h[0:], uint32(outHeaderSize+payload))
+	binary.LittleEndian.PutUint32(h[4:], uint32(errno))
+	binary.LittleEndian.PutUint64(h[8:], unique)
+	binary.LittleEndian.PutUint32(h[entOff+16:], uint32(payload))
+}
+
+// Init feeds ps the INIT the connection was set up with (kernel settings
+// k), as the /dev/fuse server answered it, so that ps parses requests for
+// the same protocol version and capabilities.
+func Init(ps *fuse.ProtocolServer, k *fuse.InitIn) error {
+	in := make([]byte, inHeaderSize+64)
+	binary.LittleEndian.PutUint32(in[0:], uint32(len(in)))
+	binary.LittleEndian.PutUint32(in[4:], opInit)
+	binary.LittleEndian.PutUint64(in[8:], 1)
+	b := in[inHeaderSize:]
+	binary.LittleEndian.PutUint32(b[0:], k.Major)
+	binary.LittleEndian.PutUint32(b[4:], k.Minor)
+	binary.LittleEndian.PutUint32(b[8:], k.MaxReadAhead)
+	binary.LittleEndian.PutUint32(b[12:], k.Flags)
+	binary.LittleEndian.PutUint32(b[16:], k.Flags2)
+	out := [][]byte{make([]byte, outHeaderSize), make([]byte, 256)}
+	n, st := ps.HandleRequest([][]byte{in}, out)
+	if st != fuse.OK || n < outHeaderSize {
+		return fmt.Errorf("fuseuring: INIT: %v", st)
+	}
+	if e := int32(binary.LittleEndian.Uint32(out[0][4:])); e != 0 {
+		return fmt.Errorf("fuseuring: INIT: %v", syscall.Errno(-e))
+	}
+	return nil
+}
