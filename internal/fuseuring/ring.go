@@ -86,7 +86,6 @@ type ring struct {
 	cqMask  uint32
 	cqes    []cqe
 	sqes    []sqe
-	pending uint32 // SQEs written but not yet submitted
 }
 
 func newRing(entries uint32) (*ring, error) {
