@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -152,29 +153,6 @@ func possibleCPUs() int {
 	return runtime.NumCPU()
 }
 
-// entry is one registered ring entry: its header and payload buffers live
-// outside the Go heap (the kernel writes them while no Go pointer says so).
-type entry struct {
-	mem     []byte // header page, then the payload
-	header  []byte
-	payload []byte
-	scratch []byte // a copy of a request's payload (not WRITE data)
-}
-
-func newEntry(payloadSize int) (*entry, error) {
-	page := os.Getpagesize()
-	payloadSize = (payloadSize + page - 1) &^ (page - 1)
-	mem, err := unix.Mmap(-1, 0, page+payloadSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return nil, fmt.Errorf("fuseuring: entry buffers: %w", err)
-	}
-	e := &entry{mem: mem, header: mem[:headerSize], payload: mem[page:]}
-	iov := unsafe.Slice((*unix.Iovec)(unsafe.Pointer(&mem[iovOff])), 2)
-	iov[0].Base, iov[0].Len = &mem[0], headerSize
-	iov[1].Base, iov[1].Len = &e.payload[0], uint64(len(e.payload))
-	return e, nil
-}
-
 // worker owns queue q's ring and its Options.Entries entries, on a
 // thread bound to CPU q: a request from a process on CPU q is served
 // without waking another CPU. Requests that may wait long (data, fsync,
@@ -213,10 +191,17 @@ func (t *Transport) worker(q int, errs chan<- error) {
 			return
 		}
 	}
-	// A failed registration completes at once.
+	// A failed registration completes at once. A completion without an
+	// error is a request already (once every queue has an entry, the
+	// kernel starts sending): keep it for the loop below.
 	var regErr error
+	var early []cqe
 	r.reap(func(c cqe) {
-		regErr = fmt.Errorf("fuseuring: register entry on queue %d: %w", q, syscall.Errno(-c.res))
+		if c.res < 0 {
+			regErr = fmt.Errorf("fuseuring: register entry on queue %d: %w", q, syscall.Errno(-c.res))
+			return
+		}
+		early = append(early, c)
 	})
 	errs <- regErr
 	if regErr != nil {
@@ -248,47 +233,62 @@ func (t *Transport) worker(q int, errs chan<- error) {
 		t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
 		return
 	}
+	var bellBroken atomic.Bool
 	var inflight sync.WaitGroup // requests served by goroutines
 	defer inflight.Wait()       // before the entries' memory goes
 	live := n
+	handle := func(c cqe) {
+		if c.userData == bellTag {
+			if c.res < 0 && c.res != -int32(syscall.EINTR) && c.res != -int32(syscall.EAGAIN) {
+				// Not re-armed: a read that fails at once would spin.
+				// Goroutines then submit their answers themselves.
+				t.opts.Logger.Error("fuseuring: doorbell broken", "queue", q, "err", syscall.Errno(-c.res))
+				bellBroken.Store(true)
+				return
+			}
+			if err := ring(); err != nil {
+				t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", err)
+			}
+			return
+		}
+		if c.res < 0 {
+			// The connection ended (ENOTCONN) or the entry was
+			// cancelled: nothing more comes to it.
+			live--
+			return
+		}
+		i := int(c.userData)
+		e := ents[i]
+		if async(e.opcode()) {
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				t.commit(r, e, i, q, t.serve(e))
+				if bellBroken.Load() {
+					if err := r.enter(false); err != nil {
+						t.opts.Logger.Warn("fuseuring: commit", "queue", q, "err", err)
+					}
+					return
+				}
+				var one [8]byte
+				one[0] = 1
+				if _, err := unix.Write(efd, one[:]); err != nil {
+					t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", err)
+				}
+			}()
+			return
+		}
+		t.commit(r, e, i, q, t.serve(e))
+	}
+	for _, c := range early {
+		handle(c)
+	}
 	for live > 0 {
 		if err := r.enter(true); err != nil {
 			t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
 			return
 		}
-		r.reap(func(c cqe) {
-			if c.userData == bellTag {
-				if c.res < 0 && c.res != -int32(syscall.EINTR) && c.res != -int32(syscall.EAGAIN) {
-					t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", syscall.Errno(-c.res))
-				}
-				if err := ring(); err != nil {
-					t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", err)
-				}
-				return
-			}
-			if c.res < 0 {
-				// The connection ended (ENOTCONN) or the entry was
-				// cancelled: nothing more comes to it.
-				live--
-				return
-			}
-			i := int(c.userData)
-			e := ents[i]
-			if async(e.opcode()) {
-				inflight.Add(1)
-				go func() {
-					defer inflight.Done()
-					t.commit(r, e, i, q, t.serve(e))
-					var one [8]byte
-					one[0] = 1
-					if _, err := unix.Write(efd, one[:]); err != nil {
-						t.opts.Logger.Warn("fuseuring: doorbell", "queue", q, "err", err)
-					}
-				}()
-				return
-			}
-			t.commit(r, e, i, q, t.serve(e))
-		})
+		r.reap(handle)
 	}
 }
 
@@ -331,81 +331,4 @@ func (t *Transport) command(e *entry, i, q, cmd int, commitID uint64) func(*sqe)
 		binary.LittleEndian.PutUint64(s.cmd[8:], commitID)
 		binary.LittleEndian.PutUint16(s.cmd[16:], uint16(q))
 	}
-}
-
-func (e *entry) opcode() uint32 { return binary.LittleEndian.Uint32(e.header[4:]) }
-
-// serve handles the request in e, writes the reply into e and returns the
-// request's commit id.
-func (t *Transport) serve(e *entry) uint64 {
-	h := e.header
-	ent := h[entOff:headerSize]
-	commitID := binary.LittleEndian.Uint64(ent[8:])
-	payloadSz := int(binary.LittleEndian.Uint32(ent[16:]))
-	length := int(binary.LittleEndian.Uint32(h[0:]))
-	opcode := binary.LittleEndian.Uint32(h[4:])
-	unique := binary.LittleEndian.Uint64(h[8:])
-	opSize := length - inHeaderSize - payloadSz
-	if opSize < 0 || opSize > opInSize || payloadSz > len(e.payload) {
-		t.opts.Logger.Warn("fuseuring: malformed request", "opcode", opcode, "len", length, "payload", payloadSz)
-		t.reply(e, unique, -int32(syscall.EIO), 0)
-		return commitID
-	}
-	payload := e.payload[:payloadSz]
-	if opcode != opWrite {
-		// The reply is written over the payload buffer; keep the
-		// request's bytes (names, xattr values) apart. WRITE data is
-		// consumed before its reply (8 bytes) is written.
-		if cap(e.scratch) < payloadSz {
-			e.scratch = make([]byte, max(payloadSz, 4096))
-		}
-		payload = e.scratch[:copy(e.scratch[:payloadSz], payload)]
-	}
-	in := [][]byte{h[:inHeaderSize], h[opInOff : opInOff+opSize], payload}
-	out := [][]byte{h[:outHeaderSize], e.payload}
-	n, st := t.ps.HandleRequest(in, out)
-	if st != fuse.OK || n < outHeaderSize {
-		if n == 0 && st == fuse.OK {
-			st = fuse.ENOSYS // a request that wants no reply has no place here
-		}
-		t.opts.Logger.Warn("fuseuring: request failed", "opcode", opcode, "status", st)
-		t.reply(e, unique, -int32(st), 0)
-		return commitID
-	}
-	binary.LittleEndian.PutUint32(ent[16:], uint32(n-outHeaderSize))
-	return commitID
-}
-
-// reply writes a reply header with no payload.
-func (t *Transport) reply(e *entry, unique uint64, errno int32, payload int) {
-	h := e.header
-	binary.LittleEndian.PutUint32(h[0:], uint32(outHeaderSize+payload))
-	binary.LittleEndian.PutUint32(h[4:], uint32(errno))
-	binary.LittleEndian.PutUint64(h[8:], unique)
-	binary.LittleEndian.PutUint32(h[entOff+16:], uint32(payload))
-}
-
-// Init feeds ps the INIT the connection was set up with (kernel settings
-// k), as the /dev/fuse server answered it, so that ps parses requests for
-// the same protocol version and capabilities.
-func Init(ps *fuse.ProtocolServer, k *fuse.InitIn) error {
-	in := make([]byte, inHeaderSize+64)
-	binary.LittleEndian.PutUint32(in[0:], uint32(len(in)))
-	binary.LittleEndian.PutUint32(in[4:], opInit)
-	binary.LittleEndian.PutUint64(in[8:], 1)
-	b := in[inHeaderSize:]
-	binary.LittleEndian.PutUint32(b[0:], k.Major)
-	binary.LittleEndian.PutUint32(b[4:], k.Minor)
-	binary.LittleEndian.PutUint32(b[8:], k.MaxReadAhead)
-	binary.LittleEndian.PutUint32(b[12:], k.Flags)
-	binary.LittleEndian.PutUint32(b[16:], k.Flags2)
-	out := [][]byte{make([]byte, outHeaderSize), make([]byte, 256)}
-	n, st := ps.HandleRequest([][]byte{in}, out)
-	if st != fuse.OK || n < outHeaderSize {
-		return fmt.Errorf("fuseuring: INIT: %v", st)
-	}
-	if e := int32(binary.LittleEndian.Uint32(out[0][4:])); e != 0 {
-		return fmt.Errorf("fuseuring: INIT: %v", syscall.Errno(-e))
-	}
-	return nil
 }
