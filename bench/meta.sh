@@ -44,7 +44,7 @@ if [ -n "${POOLFS_PG:-}" ]; then
   "$bin" up -c "$work/pgcluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --meta "$POOLFS_PG" \
     --mount "$work/pgm" >"$work/pgup.log" 2>&1 & pids+=($!)
   waitmount "$work/pgm"
-  targets+=("poolfs up --mount, PostgreSQL|$work/pgm")
+  targets+=("poolfs up --mount, PostgreSQL, /dev/fuse (its default)|$work/pgm")
 fi
 
 # rates DIR TASKS UNIQUE -> "create stat remove" (ops/s, rounded)
