@@ -35,7 +35,7 @@ func (f *mountFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.cachedWrites, "cached-writes", false, "send writes through the kernel's page cache (FUSE's default: slower for large writes, one writer per file at a time)")
 	f.cmd = cmd
 	cmd.Flags().BoolVar(&f.uring, "uring", false, "serve FUSE requests from the kernel's per-CPU io_uring queues (Linux 6.14+, root: turns on the fuse module's enable_uring; falls back to /dev/fuse without). "+
-		"Default: on for `up --mount` with the embedded SQLite metadata (as root), off otherwise: metadata calls are answered on the queue's thread, which suits microsecond calls, not network round trips")
+		"Default: on for up --mount with the embedded SQLite metadata (as root), off otherwise: metadata calls are answered on the queue's thread, which suits microsecond calls, not network round trips")
 	cmd.Flags().BoolVar(&f.debug, "fuse-debug", false, "log every FUSE request")
 }
 
