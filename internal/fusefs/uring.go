@@ -57,10 +57,10 @@ func mountServer(dir string, root fs.InodeEmbedder, fo *fs.Options, o Options) (
 	mountMu.Lock()
 	before := devFuseFDs()
 	srv, err := fuse.NewServer(rawFS, dir, &fo.MountOptions) // mounts and answers INIT
-	fd := -1
+	var fresh []int
 	for f := range devFuseFDs() {
 		if !before[f] {
-			fd = f
+			fresh = append(fresh, f)
 		}
 	}
 	mountMu.Unlock()
@@ -75,7 +75,7 @@ func mountServer(dir string, root fs.InodeEmbedder, fo *fs.Options, o Options) (
 	// CPU's queue has an entry, so the queues come before waiting for the
 	// mount. FORGETs and INTERRUPTs still come over /dev/fuse.
 	go srv.Serve()
-	t, err := startRing(fd, rawFS, fo, srv, o)
+	t, err := startRing(fresh, rawFS, fo, srv, o)
 	if err != nil {
 		_ = srv.Unmount()
 		return nil, nil, err
@@ -83,10 +83,13 @@ func mountServer(dir string, root fs.InodeEmbedder, fo *fs.Options, o Options) (
 	return srv, t, srv.WaitMount()
 }
 
-func startRing(fd int, rawFS fuse.RawFileSystem, fo *fs.Options, srv *fuse.Server, o Options) (*fuseuring.Transport, error) {
-	if fd < 0 {
-		return nil, fmt.Errorf("fusefs: io_uring: the mount's /dev/fuse descriptor not found")
+// startRing starts the transport on the mount's /dev/fuse descriptor, the
+// one descriptor on /dev/fuse that appeared while mounting (fresh).
+func startRing(fresh []int, rawFS fuse.RawFileSystem, fo *fs.Options, srv *fuse.Server, o Options) (*fuseuring.Transport, error) {
+	if len(fresh) != 1 {
+		return nil, fmt.Errorf("fusefs: io_uring: %d descriptors on /dev/fuse appeared while mounting, want the mount's one (use --uring=false)", len(fresh))
 	}
+	fd := fresh[0]
 	ps := fuse.NewProtocolServer(rawFS, &fo.MountOptions)
 	if err := fuseuring.Init(ps, srv.KernelSettings()); err != nil {
 		return nil, err
