@@ -37,6 +37,8 @@ trap cleanup EXIT
 "$bin" up -c "$work/dcluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --mount "$work/mntd" --uring=false >"$work/dup.log" 2>&1 & pids+=($!)
 "$bin" mount-null --loopback "$lb" "$work/lbm" >"$work/lb.log" 2>&1 & pids+=($!)
 waitmount "$work/mnt" "$work/mntd" "$work/lbm"
+# The mount is visible a moment before it says how requests reach it.
+for _ in $(seq 50); do grep -q "mounted on" "$work/up.log" && break; sleep 0.1; done
 grep -q "io_uring queues" "$work/up.log" && ur="io_uring" || ur="/dev/fuse (no io_uring here)"
 targets=("poolfs up --mount, SQLite, $ur|$work/mnt" "poolfs up --mount --uring=false, SQLite, /dev/fuse|$work/mntd"
   "FUSE loopback over tmpfs, /dev/fuse (ceiling)|$work/lbm" "local file system|$work/local")

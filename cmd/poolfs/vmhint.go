@@ -37,13 +37,13 @@ func idleHaltHint(root string) string {
 // announceMount prints that a mount is up, how requests reach it, and the
 // hint, if any: with io_uring requests stay on the CPU that made them, so
 // halting idle CPUs costs little.
+// It prints all of it at once, so a script that sees the first line sees
+// the rest.
 func announceMount(msg string, srv *fusefs.Server) {
-	fmt.Println(msg)
 	if srv.URing() {
-		fmt.Println("poolfs: FUSE requests come over per-CPU io_uring queues")
-		return
+		msg += "\npoolfs: FUSE requests come over per-CPU io_uring queues"
+	} else if hint := idleHaltHint("/"); hint != "" {
+		msg += "\n" + hint
 	}
-	if hint := idleHaltHint("/"); hint != "" {
-		fmt.Println(hint)
-	}
+	fmt.Println(msg)
 }

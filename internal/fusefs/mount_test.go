@@ -80,14 +80,14 @@ func startCluster(t *testing.T, cfg cluster.Config) *cluster.Cluster {
 	return c
 }
 
+// testURing is whether the tests' mounts serve FUSE over io_uring, as
+// `poolfs up --mount` does by default: yes, unless POOLFS_TEST_URING=0
+// (the Makefile runs this package both ways).
+func testURing() bool { return os.Getenv("POOLFS_TEST_URING") != "0" }
+
 // mount mounts c (through its own client connection, as a separate
 // machine would) on a new directory and unmounts it at cleanup, even when
 // the test failed.
-// testURing is whether the tests' mounts serve FUSE over io_uring, as
-// `poolfs mount` does by default: yes, unless POOLFS_TEST_URING=0 (the
-// Makefile runs this package both ways).
-func testURing() bool { return os.Getenv("POOLFS_TEST_URING") != "0" }
-
 func mount(t *testing.T, c *cluster.Cluster) string {
 	t.Helper()
 	dir, _ := mountSrv(t, c)

@@ -49,7 +49,7 @@ func (t *Transport) serve(e *entry) uint64 {
 	opSize := length - inHeaderSize - payloadSz
 	if opSize < 0 || opSize > opInSize || payloadSz > len(e.payload) {
 		t.opts.Logger.Warn("fuseuring: malformed request", "opcode", opcode, "len", length, "payload", payloadSz)
-		t.reply(e, unique, -int32(syscall.EIO), 0)
+		e.replyError(unique, syscall.EIO)
 		return commitID
 	}
 	payload := e.payload[:payloadSz]
@@ -70,20 +70,20 @@ func (t *Transport) serve(e *entry) uint64 {
 			st = fuse.ENOSYS // a request that wants no reply has no place here
 		}
 		t.opts.Logger.Warn("fuseuring: request failed", "opcode", opcode, "status", st)
-		t.reply(e, unique, -int32(st), 0)
+		e.replyError(unique, syscall.Errno(st))
 		return commitID
 	}
 	binary.LittleEndian.PutUint32(ent[16:], uint32(n-outHeaderSize))
 	return commitID
 }
 
-// reply writes a reply header with no payload.
-func (t *Transport) reply(e *entry, unique uint64, errno int32, payload int) {
+// replyError writes an error reply (a header, no payload) to request unique.
+func (e *entry) replyError(unique uint64, errno syscall.Errno) {
 	h := e.header
-	binary.LittleEndian.PutUint32(h[0:], uint32(outHeaderSize+payload))
-	binary.LittleEndian.PutUint32(h[4:], uint32(errno))
+	binary.LittleEndian.PutUint32(h[0:], outHeaderSize)
+	binary.LittleEndian.PutUint32(h[4:], uint32(-int32(errno)))
 	binary.LittleEndian.PutUint64(h[8:], unique)
-	binary.LittleEndian.PutUint32(h[entOff+16:], uint32(payload))
+	binary.LittleEndian.PutUint32(h[entOff+16:], 0)
 }
 
 // Init feeds ps the INIT the connection was set up with (kernel settings

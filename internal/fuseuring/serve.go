@@ -18,10 +18,6 @@ import (
 
 // FUSE-over-io_uring ABI (include/uapi/linux/fuse.h, protocol 7.42).
 const (
-	// CapOverIOURing is the INIT flag by which the kernel offers, and the
-	// server accepts, requests over io_uring.
-	CapOverIOURing = 1 << 41
-
 	cmdRegister       = 1 // FUSE_IO_URING_CMD_REGISTER
 	cmdCommitAndFetch = 2 // FUSE_IO_URING_CMD_COMMIT_AND_FETCH
 
@@ -55,15 +51,15 @@ const (
 // EnableParam is the fuse module parameter that allows io_uring at all.
 const EnableParam = "/sys/module/fuse/parameters/enable_uring"
 
-// Enabled reports whether the kernel allows FUSE over io_uring.
-func Enabled() bool {
+// enabled reports whether the kernel allows FUSE over io_uring.
+func enabled() bool {
 	b, err := os.ReadFile(EnableParam)
 	return err == nil && strings.TrimSpace(string(b)) == "Y"
 }
 
 // Enable turns the fuse module's enable_uring parameter on (root only).
 func Enable() error {
-	if Enabled() {
+	if enabled() {
 		return nil
 	}
 	if err := os.WriteFile(EnableParam, []byte("Y"), 0); err != nil {
@@ -94,11 +90,11 @@ type Transport struct {
 
 // Start registers Options.Entries entries on every CPU's queue of the
 // connection whose /dev/fuse descriptor is fd (which INIT negotiated
-// CapOverIOURing for) and serves requests on them with ps until the
-// connection ends. ps must have seen the connection's INIT (see Init).
-// Errors from the registration (io_uring unavailable, not negotiated)
-// are returned; nothing is left running then, and the connection goes on
-// over /dev/fuse.
+// fuse.CAP_OVER_IO_URING for) and serves requests on them with ps until
+// the connection ends. ps must have seen the connection's INIT (see Init).
+// Errors from the registration are returned. The kernel then holds every
+// request until the connection ends, so the caller unmounts; the queues
+// that did register serve until then and clean up after themselves.
 func Start(fd int, ps *fuse.ProtocolServer, o Options) (*Transport, error) {
 	if o.Entries <= 0 {
 		o.Entries = 16
@@ -124,9 +120,8 @@ func Start(fd int, ps *fuse.ProtocolServer, o Options) (*Transport, error) {
 		}
 	}
 	if first != nil {
-		// Registered entries of other workers stay with the kernel
-		// until the connection ends; their workers serve them.
-		return t, first
+		go t.Wait()
+		return nil, first
 	}
 	return t, nil
 }
@@ -167,12 +162,25 @@ func (t *Transport) worker(q int, errs chan<- error) {
 	set.Set(q)
 	_ = unix.SchedSetaffinity(0, &set) // best effort: a CPU may be offline
 	n := t.opts.Entries
+	// Room for every entry's command and the doorbell's read.
 	r, err := newRing(uint32(2 * n))
 	if err != nil {
 		errs <- err
 		return
 	}
 	defer r.close()
+	// The doorbell: goroutines that served a request publish its commit
+	// and ring this eventfd; the read pending on it completes and wakes
+	// this thread, whose next enter submits the commit. Only this thread
+	// submits: the kernel delivers an entry's next request through task
+	// work on the thread that submitted its last command, and any other
+	// thread may be the one blocked on the mount, waiting for it.
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		errs <- fmt.Errorf("fuseuring: doorbell of queue %d: %w", q, err)
+		return
+	}
+	defer syscall.Close(efd)
 	ents := make([]*entry, n)
 	defer func() {
 		for _, e := range ents {
@@ -191,6 +199,20 @@ func (t *Transport) worker(q int, errs chan<- error) {
 			return
 		}
 	}
+	bell := ents[0].mem[bellOff : bellOff+8] // outside the Go heap
+	ring := func() error {
+		return r.publish(func(s *sqe) {
+			s.opcode = opIORead
+			s.fd = int32(efd)
+			s.addr = uint64(uintptr(unsafe.Pointer(&bell[0])))
+			s.len = 8
+			s.userData = bellTag
+		})
+	}
+	if err := ring(); err != nil {
+		errs <- fmt.Errorf("fuseuring: doorbell of queue %d: %w", q, err)
+		return
+	}
 	// A failed registration completes at once. A completion without an
 	// error is a request already (once every queue has an entry, the
 	// kernel starts sending): keep it for the loop below.
@@ -205,32 +227,6 @@ func (t *Transport) worker(q int, errs chan<- error) {
 	})
 	errs <- regErr
 	if regErr != nil {
-		return
-	}
-	// The doorbell: goroutines that served a request publish its commit
-	// and ring this eventfd; the read pending on it completes and wakes
-	// this thread, whose next enter submits the commit. Only this thread
-	// submits: the kernel delivers an entry's next request through task
-	// work on the thread that submitted its last command, and any other
-	// thread may be the one blocked on the mount, waiting for it.
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
-	if err != nil {
-		t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
-		return
-	}
-	defer syscall.Close(efd)
-	bell := ents[0].mem[bellOff : bellOff+8] // outside the Go heap
-	ring := func() error {
-		return r.publish(func(s *sqe) {
-			s.opcode = opIORead
-			s.fd = int32(efd)
-			s.addr = uint64(uintptr(unsafe.Pointer(&bell[0])))
-			s.len = 8
-			s.userData = bellTag
-		})
-	}
-	if err := ring(); err != nil {
-		t.opts.Logger.Warn("fuseuring: queue worker stops", "queue", q, "err", err)
 		return
 	}
 	var bellBroken atomic.Bool
