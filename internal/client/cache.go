@@ -10,14 +10,17 @@ import (
 	"poolfs/internal/erasure"
 )
 
-// stripeCache keeps the last few whole stripes a handle read, keyed by
-// stripe and generation, with reads in progress shared. It is guarded by
-// the File's mutex; the entries' bytes are read without it (see
-// cacheEntry).
+// stripeCache keeps up to max whole stripes a handle read or is reading
+// ahead, keyed by stripe and generation, with reads in progress shared.
+// When full it evicts the lowest-numbered stripe: a sequential reader is
+// done with those, while the ones it read ahead may not have been asked
+// for yet (the kernel's READs arrive in any order within its readahead
+// window, so the stripe started first is not the one finished first). It
+// is guarded by the File's mutex; the entries' bytes are read without it
+// (see cacheEntry).
 type stripeCache struct {
 	max     int
 	entries map[uint64]*cacheEntry
-	order   []uint64
 }
 
 // cacheEntry is one stripe read whole. Its fields other than refs are
@@ -110,30 +113,30 @@ func (c *stripeCache) start(s, gen uint64) *cacheEntry {
 	e := newCacheEntry(gen, 2)
 	if old, ok := c.entries[s]; ok {
 		old.unref()
-	} else {
-		c.order = append(c.order, s)
 	}
 	c.entries[s] = e
-	for len(c.order) > c.max {
-		c.entries[c.order[0]].unref()
-		delete(c.entries, c.order[0])
-		c.order = c.order[1:]
+	for len(c.entries) > c.max {
+		low := s
+		for x := range c.entries {
+			low = min(low, x)
+		}
+		if low == s { // s is the lowest: evict the next one up instead
+			low = ^uint64(0)
+			for x := range c.entries {
+				if x != s {
+					low = min(low, x)
+				}
+			}
+		}
+		c.drop(low)
 	}
 	return e
 }
 
 func (c *stripeCache) drop(s uint64) {
-	e, ok := c.entries[s]
-	if !ok {
-		return
-	}
-	e.unref()
-	delete(c.entries, s)
-	for i, x := range c.order {
-		if x == s {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
+	if e, ok := c.entries[s]; ok {
+		e.unref()
+		delete(c.entries, s)
 	}
 }
 
@@ -142,7 +145,6 @@ func (c *stripeCache) clear() {
 		e.unref()
 	}
 	c.entries = map[uint64]*cacheEntry{}
-	c.order = nil
 }
 
 // headerCache remembers decoded fragment headers. Fragment keys name

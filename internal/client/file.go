@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"poolfs/internal/meta"
@@ -31,6 +32,10 @@ type File struct {
 	// mark is the ErrMark of WriteAt and Flush, for users with one
 	// descriptor per File.
 	mark ErrMark
+	// wholeReads and rangeReads count committed stripes read whole (into
+	// the stripe cache, sequential reads) and shard ranges read for a
+	// request alone (random reads); see ReadCounts.
+	wholeReads, rangeReads atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -98,6 +103,13 @@ func (f *File) Attr() meta.Attr {
 }
 
 func (f *File) stripeBytes() int64 { return StripeBytes(f.mu.attr.Layout) }
+
+// ReadCounts returns how many committed stripes this handle has read whole
+// (sequential reads and their readahead) and how many shard ranges it read
+// for one request alone (reads it took for random ones).
+func (f *File) ReadCounts() (whole, ranges int64) {
+	return f.wholeReads.Load(), f.rangeReads.Load()
+}
 
 // WriteAt buffers p at off. Errors from writing back earlier stripes are
 // returned here or at Flush, once (f's own ErrMark).

@@ -55,6 +55,15 @@ func (f *File) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	return pl.n, nil
 }
 
+// seqWindow is how far from where the last reads ended a read still counts
+// as sequential. The kernel keeps its readahead window (16 MiB as the mount
+// sets it; read_ahead_kb of the mount's bdi) in flight as parallel READs
+// that arrive in any order. A window narrower than that took a stream for
+// random reads, served a shard range at a time without readahead
+// (TestOutOfOrderSequentialReads: 201 range reads of 256 sequential ones
+// arriving out of order within 8 stripes, with a window of 2 stripes).
+const seqWindow = 64 << 20
+
 // readPlan is a read decided under the mutex and done without it.
 type readPlan struct {
 	n       int  // bytes to read (up to the end of the file)
@@ -82,8 +91,10 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	pl.n = int(min(int64(len(p)), f.mu.size-off))
 	sb := f.stripeBytes()
 	// Sequential: near where the last reads ended. The kernel's readahead
-	// sends requests in parallel, so they arrive a little out of order.
-	sequential := off >= f.mu.next-2*sb && off <= f.mu.next+2*sb
+	// sends a window of requests in parallel, so they arrive out of order
+	// by up to that window (seqWindow).
+	w := max(2*sb, seqWindow)
+	sequential := off >= f.mu.next-w && off <= f.mu.next+w
 	if sequential {
 		f.mu.seqs++
 		f.mu.next = max(f.mu.next, off+int64(pl.n))
@@ -136,6 +147,7 @@ func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) 
 			}
 			e.copyOut(dst, in)
 		default:
+			f.rangeReads.Add(1)
 			if err := f.c.readRange(ctx, pl.lay, pl.ino, rec, in, dst, f.name); err != nil {
 				return err
 			}
@@ -193,6 +205,7 @@ func (f *File) entryLocked(rec meta.StripeRec) *cacheEntry {
 	}
 	e := f.mu.cache.start(rec.Stripe, rec.Gen)
 	e.ref()
+	f.wholeReads.Add(1)
 	go f.c.fillEntry(context.Background(), e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
 	return e
 }
@@ -226,6 +239,7 @@ func (f *File) readAhead(from uint64, sb int64) {
 			return
 		}
 		e := f.mu.cache.start(s, recs[s].Gen)
+		f.wholeReads.Add(1)
 		go f.c.fillEntry(ctx, e, recs[s], f.mu.attr.Layout, f.mu.attr.Ino, f.name)
 	}
 }

@@ -271,3 +271,56 @@ func TestFlushWhileWriting(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfOrderSequentialReads: a sequential read whose requests arrive
+// out of order within a wide window, as the kernel's readahead sends them
+// (all of read_ahead_kb in flight at once), is still served as sequential:
+// whole stripes into the cache, each read once, not a shard range per
+// request. The bytes are checked.
+func TestOutOfOrderSequentialReads(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const stripe = 4 * 64 << 10 // 4+2, 64 KiB units
+	const stripes = 64
+	data := make([]byte, stripes*stripe)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	w := create(t, conn, "f")
+	if _, err := w.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Requests of one unit, in windows of 8 stripes (32 requests), each
+	// window in a random order.
+	const xfer, window = 64 << 10, 8 * stripe
+	rng := rand.New(rand.NewPCG(1, 2))
+	got := make([]byte, len(data))
+	for base := 0; base < len(data); base += window {
+		offs := make([]int, 0, window/xfer)
+		for off := base; off < base+window; off += xfer {
+			offs = append(offs, off)
+		}
+		rng.Shuffle(len(offs), func(i, j int) { offs[i], offs[j] = offs[j], offs[i] })
+		for _, off := range offs {
+			if n, err := f.ReadAt(ctx, got[off:off+xfer], int64(off)); err != nil || n != xfer {
+				t.Fatalf("read at %d: %d bytes, %v", off, n, err)
+			}
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("content differs")
+	}
+	whole, ranges := f.ReadCounts()
+	t.Logf("%d stripes read whole, %d shard ranges", whole, ranges)
+	if ranges > 2 || whole < stripes-2 || whole > stripes {
+		t.Errorf("read as %d whole stripes and %d shard ranges; want each of the %d stripes read whole once (the first two requests may read ranges instead)",
+			whole, ranges, stripes)
+	}
+}
