@@ -86,6 +86,12 @@ reps=${POOLFS_BENCH_REPS:-3}
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 
 haltpoll_line
+# The other physical limit: every byte read through a buffered FUSE mount
+# is copied by the CPU several times (reply into the page cache, page
+# cache to the reader, and in poolfs the CRC check and the copy out of the
+# stripe cache), so memory bandwidth bounds it as the disk bounds fio.
+echo "memory copy (go test -bench MemoryCopy ./internal/erasure/, 512 MiB buffers): $(cd "$root" && go test -run '^$' -bench MemoryCopy -benchtime 20x ./internal/erasure/ | awk '/^BenchmarkMemoryCopy/ {print int($(NF-1))}') MB/s"
+echo
 echo "| transfer | procs | fio O_DIRECT, 1 file: write / read | fio O_DIRECT, $ndrives files at once: write / read | FUSE null write (direct) / read | poolfs write / read | poolfs / fio 1 file (target 50% / 75%) | poolfs / fio $ndrives files | poolfs / FUSE null |"
 echo "|---|---|---|---|---|---|---|---|---|"
 samples=()
