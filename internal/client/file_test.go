@@ -50,6 +50,25 @@ func create(t *testing.T, conn *cluster.Conn, name string) *client.File {
 	return f
 }
 
+// written creates file name holding n random bytes, written and flushed
+// through the returned handle, and returns the bytes.
+func written(t *testing.T, conn *cluster.Conn, name string, n int) (*client.File, []byte) {
+	t.Helper()
+	ctx := context.Background()
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	f := create(t, conn, name)
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return f, data
+}
+
 // readSeq reads f from start to end in pieces of xfer bytes and returns
 // what it read.
 func readSeq(f *client.File, start, end int64, xfer int) ([]byte, error) {
@@ -135,17 +154,7 @@ func TestReadsDuringWrites(t *testing.T) {
 	ctx := context.Background()
 	const sb = 4 * 64 << 10 // stripe bytes
 	const half = 8 * sb
-	data := make([]byte, 2*half)
-	for i := range data {
-		data[i] = byte(rand.Uint32())
-	}
-	f := create(t, conn, "f")
-	if _, err := f.WriteAt(ctx, data, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	f, data := written(t, conn, "f", 2*half)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -282,17 +291,7 @@ func TestOutOfOrderSequentialReads(t *testing.T) {
 	ctx := context.Background()
 	const stripe = 4 * 64 << 10 // 4+2, 64 KiB units
 	const stripes = 64
-	data := make([]byte, stripes*stripe)
-	for i := range data {
-		data[i] = byte(rand.Uint32())
-	}
-	w := create(t, conn, "f")
-	if _, err := w.WriteAt(ctx, data, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, data := written(t, conn, "f", stripes*stripe)
 	f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
 	if err != nil {
 		t.Fatal(err)
