@@ -56,12 +56,13 @@ func (f *File) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 }
 
 // seqWindow is how far from where the last reads ended a read still counts
-// as sequential. The kernel keeps its readahead window (16 MiB as the mount
-// sets it; read_ahead_kb of the mount's bdi) in flight as parallel READs
-// that arrive in any order. A window narrower than that took a stream for
-// random reads, served a shard range at a time without readahead
+// as part of an established sequential stream. The kernel keeps its
+// readahead window (16 MiB as the mount sets it; read_ahead_kb of the
+// mount's bdi) in flight as parallel READs that arrive in any order. With
+// only the two-stripe test such a stream was taken for random reads,
+// served a shard range at a time without readahead
 // (TestOutOfOrderSequentialReads: 201 range reads of 256 sequential ones
-// arriving out of order within 8 stripes, with a window of 2 stripes).
+// arriving out of order within 8 stripes).
 const seqWindow = 64 << 20
 
 // readPlan is a read decided under the mutex and done without it.
@@ -90,18 +91,28 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	pl := &readPlan{lay: f.mu.attr.Layout, ino: f.mu.attr.Ino}
 	pl.n = int(min(int64(len(p)), f.mu.size-off))
 	sb := f.stripeBytes()
-	// Sequential: near where the last reads ended. The kernel's readahead
-	// sends a window of requests in parallel, so they arrive out of order
-	// by up to that window (seqWindow).
+	// Sequential: near where the last reads ended (two stripes either
+	// way), which counts towards a stream; or, once two such reads in a
+	// row have established one, anywhere within seqWindow of it, since the
+	// kernel's readahead sends a window of requests in parallel that
+	// arrive in any order. Before that, a read further than two stripes
+	// away resets the count, as any read beyond the window does, so a
+	// random reader is taken for a stream (and has whole stripes read
+	// ahead for it) no more often than with the near test alone.
+	near := off >= f.mu.next-2*sb && off <= f.mu.next+2*sb
 	w := max(2*sb, seqWindow)
-	sequential := off >= f.mu.next-w && off <= f.mu.next+w
-	if sequential {
+	inWindow := off >= f.mu.next-w && off <= f.mu.next+w
+	switch {
+	case near:
 		f.mu.seqs++
 		f.mu.next = max(f.mu.next, off+int64(pl.n))
-	} else {
+	case inWindow && f.mu.seqs >= 2:
+		f.mu.next = max(f.mu.next, off+int64(pl.n))
+	default:
 		f.mu.seqs = 0
 		f.mu.next = off + int64(pl.n)
 	}
+	sequential := near || inWindow && f.mu.seqs >= 2
 	first, last := uint64(off/sb), uint64((off+int64(pl.n)-1)/sb)
 	for s := first; s <= last; s++ {
 		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {

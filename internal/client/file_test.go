@@ -318,8 +318,11 @@ func TestOutOfOrderSequentialReads(t *testing.T) {
 	}
 	whole, ranges := f.ReadCounts()
 	t.Logf("%d stripes read whole, %d shard ranges", whole, ranges)
-	if ranges > 2 || whole < stripes-2 || whole > stripes {
-		t.Errorf("read as %d whole stripes and %d shard ranges; want each of the %d stripes read whole once (the first two requests may read ranges instead)",
+	// The first window, in random order from its start (the kernel's
+	// first readahead is in order), may go by range reads until two
+	// requests in a row land near each other; after that, none.
+	if ranges > 16 || whole < stripes-2 || whole > stripes {
+		t.Errorf("read as %d whole stripes and %d shard ranges; want each of the %d stripes read whole once, and at most 16 range reads (of the first window's 32 requests)",
 			whole, ranges, stripes)
 	}
 }
