@@ -28,7 +28,8 @@ size_gib=${1:-8}
 work=${2:-./bench/out/mount}
 source "$(dirname "$0")/lib.sh"
 bench_build
-rm -rf "$work"; mkdir -p "$work"/{local,null,nulld,mnt} "$work"/drives/d{00,01,02,03,04,05,06,07,08,09,10,11}; work=$(cd "$work" && pwd)
+ndrives=12 # drives of the pool, and files of fio's per-drive baseline
+rm -rf "$work"; mkdir -p "$work"/{local,null,nulld,mnt,drives}; work=$(cd "$work" && pwd)
 haltpoll_apply
 cleanup() {
   haltpoll_restore
@@ -50,25 +51,27 @@ fio_bw() {
 "$bin" mount-null "$work/null" >/dev/null 2>&1 & pids+=($!)
 "$bin" mount-null --direct-io --parallel "$work/nulld" >/dev/null 2>&1 & pids+=($!)
 if [ "${POOLFS_MOUNT:-embedded}" = client ]; then
-  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives $ndrives --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
   for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
   "$bin" mount -c "$work/cluster" ${POOLFS_MOUNT_FLAGS:-} "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
 else
-  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives $ndrives --drive-size 64G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 fi
 waitmount "$work/mnt" "$work/null" "$work/nulld"
 
-# drives_bw rw -> MB/s of fio O_DIRECT on twelve files at once, one per
-# directory $work/drives/dNN, SIZE/12 each, 1 MiB at a time: the disk
+# drives_bw rw -> MB/s of fio O_DIRECT on ndrives files at once, one per
+# directory $work/drives/dNN, SIZE/ndrives each, 1 MiB at a time: the disk
 # serving as many streams as the pool has drives, each in its own region,
 # which is how poolfs reads and writes it (1 MiB fragments, 12 drives on
 # this one disk). Lustre's sgpdd-survey measures raw devices the same way,
 # with as many concurrent regions as the file system will use.
-ndrives=12
 drives_bw() {
   local per=$((size_gib * 1024 / ndrives)) extra=() spec=()
   [ "$1" = write ] && extra+=(--end_fsync=1)
-  for d in $(seq -w 0 $((ndrives - 1))); do spec+=(--name="d$d" --directory="$work/drives/d$d"); done
+  for d in $(seq -w 0 $((ndrives - 1))); do
+    mkdir -p "$work/drives/d$d"
+    spec+=(--name="d$d" --directory="$work/drives/d$d")
+  done
   fio --rw="$1" --bs=1M --size="${per}M" --direct=1 --ioengine=psync --group_reporting "${extra[@]}" \
       --output-format=json "${spec[@]}" 2>/dev/null |
     python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print(round(j['$1']['bw_bytes']/1e6))"

@@ -116,16 +116,10 @@ func (c *stripeCache) start(s, gen uint64) *cacheEntry {
 	}
 	c.entries[s] = e
 	for len(c.entries) > c.max {
-		low := s
+		low := ^uint64(0) // the lowest stripe but the one just started
 		for x := range c.entries {
-			low = min(low, x)
-		}
-		if low == s { // s is the lowest: evict the next one up instead
-			low = ^uint64(0)
-			for x := range c.entries {
-				if x != s {
-					low = min(low, x)
-				}
+			if x != s {
+				low = min(low, x)
 			}
 		}
 		c.drop(low)

@@ -102,17 +102,16 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	near := off >= f.mu.next-2*sb && off <= f.mu.next+2*sb
 	w := max(2*sb, seqWindow)
 	inWindow := off >= f.mu.next-w && off <= f.mu.next+w
-	switch {
-	case near:
-		f.mu.seqs++
+	sequential := near || inWindow && f.mu.seqs >= 2
+	if sequential {
+		if near {
+			f.mu.seqs++
+		}
 		f.mu.next = max(f.mu.next, off+int64(pl.n))
-	case inWindow && f.mu.seqs >= 2:
-		f.mu.next = max(f.mu.next, off+int64(pl.n))
-	default:
+	} else {
 		f.mu.seqs = 0
 		f.mu.next = off + int64(pl.n)
 	}
-	sequential := near || inWindow && f.mu.seqs >= 2
 	first, last := uint64(off/sb), uint64((off+int64(pl.n)-1)/sb)
 	for s := first; s <= last; s++ {
 		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
@@ -214,8 +213,15 @@ func (f *File) entryLocked(rec meta.StripeRec) *cacheEntry {
 	if e := f.mu.cache.get(rec.Stripe, rec.Gen); e != nil {
 		return e
 	}
+	e := f.fillLocked(rec)
+	e.ref() // the cache's own reference keeps e until f.mu is released
+	return e
+}
+
+// fillLocked adds a cache entry for a committed stripe and starts reading
+// the stripe whole into it.
+func (f *File) fillLocked(rec meta.StripeRec) *cacheEntry {
 	e := f.mu.cache.start(rec.Stripe, rec.Gen)
-	e.ref()
 	f.wholeReads.Add(1)
 	go f.c.fillEntry(context.Background(), e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
 	return e
@@ -244,14 +250,11 @@ func (f *File) readAhead(from uint64, sb int64) {
 		if f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
 			continue
 		}
-		ctx := context.Background()
-		recs, err := f.recordsLocked(ctx, s, s)
+		recs, err := f.recordsLocked(context.Background(), s, s)
 		if err != nil || recs[s].Gen == 0 {
 			return
 		}
-		e := f.mu.cache.start(s, recs[s].Gen)
-		f.wholeReads.Add(1)
-		go f.c.fillEntry(ctx, e, recs[s], f.mu.attr.Layout, f.mu.attr.Ino, f.name)
+		f.fillLocked(recs[s])
 	}
 }
 
