@@ -133,11 +133,15 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 }
 
 // clientOptions are the data path options of every client this process
-// makes (POOLFS_INFLIGHT sets StripesInFlight).
+// makes (POOLFS_INFLIGHT sets StripesInFlight, POOLFS_READAHEAD the
+// read-ahead window in stripes: for experiments).
 func clientOptions() client.Options {
 	o := client.Options{}
 	if v, err := strconv.Atoi(os.Getenv("POOLFS_INFLIGHT")); err == nil {
 		o.StripesInFlight = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("POOLFS_READAHEAD")); err == nil {
+		o.ReadAhead = v
 	}
 	return o
 }

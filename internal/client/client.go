@@ -72,7 +72,18 @@ type Options struct {
 	// shared file, keep about as many stripes on the wire as writers of
 	// separate files do.
 	StripesInFlight int
-	Logger          *slog.Logger
+	// ReadAhead is the most stripes a sequential reader of one File has
+	// read ahead of it (default 16: 128 MiB of data at 8+2 with 1 MiB
+	// units). The window starts at 4 stripes once a stream is seen and
+	// doubles with every read that continues it, as the kernel's and
+	// Lustre's readahead ramp up, so a short sequential read does not
+	// pull in the whole window. The disk behind the default drives keeps
+	// only about two thirds of its streaming rate with 8 stripes (64 MiB
+	// reads of 1 MiB) in flight, and all of it with 16 (BENCHMARKS.md,
+	// session 8). A File's stripe cache holds ReadAhead+StripesInFlight
+	// stripes (k+m fragment buffers each) while it is being read.
+	ReadAhead int
+	Logger    *slog.Logger
 }
 
 // WriteBehindFactor × Options.StripesInFlight is the number of stripes one
@@ -108,6 +119,9 @@ type Client struct {
 func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.StripesInFlight <= 0 {
 		opts.StripesInFlight = 8
+	}
+	if opts.ReadAhead <= 0 {
+		opts.ReadAhead = 16
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

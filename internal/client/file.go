@@ -88,7 +88,7 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
 	f.wb.shared = c.writeBehind
 	f.wb.idle = sync.NewCond(&f.mu.Mutex)
-	f.mu.cache = newStripeCache(2 * c.opts.StripesInFlight)
+	f.mu.cache = newStripeCache(c.opts.ReadAhead + c.opts.StripesInFlight)
 	return f, nil
 }
 

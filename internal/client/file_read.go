@@ -124,16 +124,30 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 		return nil, err
 	}
 	pl.recs = recs
-	if f.mu.seqs >= 2 || pl.n >= int(sb)/2 {
-		pl.entries = map[uint64]*cacheEntry{}
-		for s := first; s <= last; s++ {
-			if rec := recs[s]; rec.Gen != 0 {
-				pl.entries[s] = f.entryLocked(rec)
+	// Whole stripes: a stripe already in the cache is read from it
+	// whatever the pattern; new whole-stripe reads (and readahead) are
+	// for streams and for reads of half a stripe or more, the rest reads
+	// shard ranges.
+	whole := f.mu.seqs >= 2 || pl.n >= int(sb)/2
+	for s := first; s <= last; s++ {
+		rec := recs[s]
+		if rec.Gen == 0 {
+			continue
+		}
+		e := f.mu.cache.get(s, rec.Gen)
+		if e == nil && whole {
+			e = f.fillLocked(rec)
+			e.ref() // the cache's own reference keeps e until f.mu is released
+		}
+		if e != nil {
+			if pl.entries == nil {
+				pl.entries = map[uint64]*cacheEntry{}
 			}
+			pl.entries[s] = e
 		}
-		if sequential {
-			f.readAhead(last+1, sb)
-		}
+	}
+	if whole && sequential {
+		f.readAhead(last+1, sb)
 	}
 	return pl, nil
 }
@@ -207,17 +221,6 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 	return n, nil
 }
 
-// entryLocked returns a referenced cache entry for a committed stripe,
-// starting its read if the cache does not have it.
-func (f *File) entryLocked(rec meta.StripeRec) *cacheEntry {
-	if e := f.mu.cache.get(rec.Stripe, rec.Gen); e != nil {
-		return e
-	}
-	e := f.fillLocked(rec)
-	e.ref() // the cache's own reference keeps e until f.mu is released
-	return e
-}
-
 // fillLocked adds a cache entry for a committed stripe and starts reading
 // the stripe whole into it.
 func (f *File) fillLocked(rec meta.StripeRec) *cacheEntry {
@@ -243,10 +246,11 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 	e.unref()
 }
 
-// readAhead starts reading the next stripes in the background.
+// readAhead starts reading the next stripes in the background: the
+// window (aheadLocked) from stripe from on.
 func (f *File) readAhead(from uint64, sb int64) {
 	last := (f.mu.size - 1) / sb
-	for s := from; s < from+uint64(f.c.opts.StripesInFlight) && int64(s) <= last; s++ {
+	for s := from; s < from+uint64(f.aheadLocked()) && int64(s) <= last; s++ {
 		if f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
 			continue
 		}
@@ -256,6 +260,13 @@ func (f *File) readAhead(from uint64, sb int64) {
 		}
 		f.fillLocked(recs[s])
 	}
+}
+
+// aheadLocked is how many stripes the current stream reads ahead: 4 once
+// it is established, doubling with each read that continues it, up to
+// Options.ReadAhead.
+func (f *File) aheadLocked() int {
+	return min(f.c.opts.ReadAhead, 1<<min(max(f.mu.seqs, 2), 20))
 }
 
 // readRange reads bytes [in, in+len(dst)) of a committed stripe by reading
