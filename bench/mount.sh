@@ -7,7 +7,9 @@
 # The null file system is measured the way poolfs serves each side: writes
 # with FOPEN_DIRECT_IO (poolfs opens files for writing so, see
 # internal/fusefs/open.go; `--cached-writes` turns it off), reads through
-# the page cache. POOLFS_MOUNT_FLAGS adds mount flags (e.g. --cached-writes).
+# the page cache and, for readers that open with O_DIRECT (as fio does on
+# the local file system), with FOPEN_DIRECT_IO. POOLFS_MOUNT_FLAGS adds
+# mount flags (e.g. --cached-writes).
 #
 #   bench/mount.sh [SIZE_GIB=8] [WORKDIR=./bench/out/mount]
 #
@@ -16,7 +18,8 @@
 # separate `poolfs mount` process instead, which reaches the metadata
 # service and the drives over RPC, as a client on another machine would.
 # Transfers of 1 MiB and 4 MiB, 1 and 4 processes (files of SIZE/N each), fio
-# buffered through FUSE with end_fsync for writes; caches dropped before
+# through FUSE with end_fsync for writes (buffered: the mount makes them
+# direct anyway), reads once buffered and once O_DIRECT; caches dropped before
 # every read, writes and reads repeated and the median taken
 # (POOLFS_BENCH_REPS, default 3). Then 4 writers of one shared file (disjoint quarters), buffered
 # and O_DIRECT, against fio on the local file system and the null FUSE file
@@ -95,14 +98,15 @@ haltpoll_line
 # stripe cache), so memory bandwidth bounds it as the disk bounds fio.
 echo "memory copy (go test -bench MemoryCopy ./internal/erasure/, 512 MiB buffers): $(cd "$root" && go test -run '^$' -bench MemoryCopy -benchtime 20x ./internal/erasure/ | awk '/^BenchmarkMemoryCopy/ {print int($(NF-1))}') MB/s"
 echo
-echo "| transfer | procs | fio O_DIRECT, 1 file: write / read | fio O_DIRECT, $ndrives files at once: write / read | FUSE null write (direct) / read | poolfs write / read | poolfs / fio 1 file (target 50% / 75%) | poolfs / fio $ndrives files | poolfs / FUSE null |"
+echo "| transfer | procs | fio O_DIRECT, 1 file: write / read | fio O_DIRECT, $ndrives files at once: write / read | FUSE null: write (direct) / read buffered / read O_DIRECT | poolfs: write / read buffered / read O_DIRECT | poolfs / fio 1 file (target 50% / 75%) | poolfs / fio $ndrives files | poolfs / FUSE null |"
 echo "|---|---|---|---|---|---|---|---|---|"
 samples=()
 for bs in 1M 4M; do
   for jobs in 1 4; do
     nw=$(fio_bw "$work/nulld" write $bs $jobs 0); rm -f "$work"/nulld/*
     nr=$(fio_bw "$work/null" read $bs $jobs 0); rm -f "$work"/null/*
-    lw=() dw=() pw=() lr=() dr=() pr=()
+    nrd=$(fio_bw "$work/nulld" read $bs $jobs 1); rm -f "$work"/nulld/*
+    lw=() dw=() pw=() lr=() dr=() pr=() prd=()
     for round in $(seq 0 $((reps - 1))); do
       for i in 0 1 2; do
         case $(( (i + round - reps + 1 + 3 * reps) % 3 )) in
@@ -113,22 +117,24 @@ for bs in 1M 4M; do
       done
     done
     for round in $(seq 0 $((reps - 1))); do
-      for i in 0 1 2; do
+      for i in 0 1 2 3; do
         drop
-        case $(( (i + round) % 3 )) in
+        case $(( (i + round) % 4 )) in
         0) lr+=("$(fio_bw "$work/local" read $bs $jobs 1)") ;;
         1) dr+=("$(drives_bw read)") ;;
         2) pr+=("$(fio_bw "$work/mnt" read $bs $jobs 0)") ;;
+        3) prd+=("$(fio_bw "$work/mnt" read $bs $jobs 1)") ;;
         esac
       done
     done
     rm -f "$work"/mnt/* "$work"/local/* "$work"/drives/d*/*
-    samples+=("$bs, $jobs procs: writes fio 1 file ${lw[*]}, fio $ndrives files ${dw[*]}, poolfs ${pw[*]}; reads fio 1 file ${lr[*]}, fio $ndrives files ${dr[*]}, poolfs ${pr[*]} MB/s")
-    python3 - "$bs" "$jobs" "$(median "${lw[@]}")" "$(median "${lr[@]}")" "$(median "${dw[@]}")" "$(median "${dr[@]}")" "$nw" "$nr" "$(median "${pw[@]}")" "$(median "${pr[@]}")" <<'PY'
+    samples+=("$bs, $jobs procs: writes fio 1 file ${lw[*]}, fio $ndrives files ${dw[*]}, poolfs ${pw[*]}; reads fio 1 file ${lr[*]}, fio $ndrives files ${dr[*]}, poolfs buffered ${pr[*]}, poolfs O_DIRECT ${prd[*]} MB/s")
+    python3 - "$bs" "$jobs" "$(median "${lw[@]}")" "$(median "${lr[@]}")" "$(median "${dw[@]}")" "$(median "${dr[@]}")" "$nw" "$nr" "$nrd" "$(median "${pw[@]}")" "$(median "${pr[@]}")" "$(median "${prd[@]}")" <<'PY'
 import sys
-bs, jobs, lw, lr, dw, dr, nw, nr, pw, pr = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+bs, jobs, lw, lr, dw, dr, nw, nr, nrd, pw, pr, prd = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
 pct = lambda a, b: "%d%%" % (100 * a / b) if b else "-"
-print(f"| {bs} | {jobs} | {lw} / {lr} MB/s | {dw} / {dr} MB/s | {nw} / {nr} MB/s | {pw} / {pr} MB/s | {pct(pw, lw)} / {pct(pr, lr)} | {pct(pw, dw)} / {pct(pr, dr)} | {pct(pw, nw)} / {pct(pr, nr)} |")
+print(f"| {bs} | {jobs} | {lw} / {lr} MB/s | {dw} / {dr} MB/s | {nw} / {nr} / {nrd} MB/s | {pw} / {pr} / {prd} MB/s "
+      f"| {pct(pw, lw)} / {pct(pr, lr)} / {pct(prd, lr)} | {pct(pw, dw)} / {pct(pr, dr)} / {pct(prd, dr)} | {pct(pw, nw)} / {pct(pr, nr)} / {pct(prd, nrd)} |")
 PY
   done
 done

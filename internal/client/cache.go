@@ -106,6 +106,21 @@ func (c *stripeCache) get(s, gen uint64) *cacheEntry {
 
 func (c *stripeCache) has(s uint64) bool { return c.entries[s] != nil }
 
+// filled reports whether the cache holds stripe s at generation gen, read
+// without error.
+func (c *stripeCache) filled(s, gen uint64) bool {
+	e := c.entries[s]
+	if e == nil || e.gen != gen {
+		return false
+	}
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false
+	}
+}
+
 // start adds an entry for stripe s that the caller fills. It holds a
 // reference for the cache and one for the filler, which drops it once
 // ready is closed.

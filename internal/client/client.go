@@ -20,6 +20,8 @@ var (
 	ErrDataLoss = errors.New("client: data loss")
 	// ErrPoolFull: the pool has no usable capacity left for the write.
 	ErrPoolFull = errors.New("client: pool full")
+	// ErrWouldBlock: TryReadAt or TryWriteAtFor would have had to wait.
+	ErrWouldBlock = errors.New("client: would wait")
 )
 
 // Namespace is the part of the metadata service that names files.

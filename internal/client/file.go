@@ -128,6 +128,48 @@ func (f *File) WriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int64) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.writeLocked(ctx, m, p, off)
+}
+
+// TryWriteAtFor is WriteAtFor that never waits: unless the mutex is free
+// and the write only adds to the buffers (it completes no stripe, which
+// would go to the background and may wait for a slot, and does not pass
+// the limit of dirty stripes, which writes them back), it returns
+// ErrWouldBlock at once, having changed nothing.
+func (f *File) TryWriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)
+	}
+	if !f.mu.TryLock() {
+		return 0, ErrWouldBlock
+	}
+	defer f.mu.Unlock()
+	sb := f.stripeBytes()
+	added := 0
+	for done := 0; done < len(p); {
+		pos := off + int64(done)
+		s := uint64(pos / sb)
+		in := int(pos % sb)
+		n := min(len(p)-done, int(sb)-in)
+		d := f.mu.dirty[s]
+		switch {
+		case d == nil && in == 0 && n == int(sb):
+			return 0, ErrWouldBlock
+		case d == nil:
+			added++
+		case (&dirtyStripe{spans: addSpan(d.spans, span{in, in + n})}).covers(int(sb)):
+			return 0, ErrWouldBlock
+		}
+		done += n
+	}
+	if len(f.mu.dirty)+added > maxDirtyFactor*f.c.opts.StripesInFlight {
+		return 0, ErrWouldBlock
+	}
+	return f.writeLocked(ctx, m, p, off)
+}
+
+// writeLocked is WriteAtFor with f.mu held.
+func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64) (int, error) {
 	sb := f.stripeBytes()
 	for done := 0; done < len(p); {
 		pos := off + int64(done)

@@ -27,6 +27,62 @@ func (f *File) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)
 	}
 	f.mu.Lock()
+	return f.readUnlock(ctx, p, off, false)
+}
+
+// TryReadAt is ReadAt that never waits: unless the mutex is free and every
+// byte asked for is at hand (in stripes the cache holds filled, in holes,
+// or beyond the end), with the records of the stripes the read would read
+// ahead known, it returns ErrWouldBlock at once, having changed nothing.
+// A read it does serve counts towards sequential detection and starts
+// readahead as ReadAt does (readahead runs in the background).
+func (f *File) TryReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%w: negative offset", meta.ErrInvalid)
+	}
+	if !f.mu.TryLock() {
+		return 0, ErrWouldBlock
+	}
+	if !f.readyLocked(len(p), off) {
+		f.mu.Unlock()
+		return 0, ErrWouldBlock
+	}
+	return f.readUnlock(ctx, p, off, true)
+}
+
+// readyLocked reports whether a read of n bytes at off finds everything
+// at hand (see TryReadAt).
+func (f *File) readyLocked(n int, off int64) bool {
+	if off >= f.mu.size || n == 0 {
+		return true
+	}
+	n = int(min(int64(n), f.mu.size-off))
+	sb := f.stripeBytes()
+	first, last := uint64(off/sb), uint64((off+int64(n)-1)/sb)
+	for s := first; s <= last; s++ {
+		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
+			return false
+		}
+		rec, ok := f.mu.recs[s]
+		if !ok {
+			return false
+		}
+		if rec.Gen != 0 && !f.mu.cache.filled(s, rec.Gen) {
+			return false
+		}
+	}
+	end := uint64((f.mu.size - 1) / sb)
+	for s := last + 1; s <= last+uint64(f.c.opts.ReadAhead) && s <= end; s++ {
+		if _, ok := f.mu.recs[s]; !ok && !f.mu.cache.has(s) && f.mu.inflight[s] == nil && f.mu.dirty[s] == nil {
+			return false // readahead would ask the metadata service
+		}
+	}
+	return true
+}
+
+// readUnlock is ReadAt from the point where f.mu is held; it releases it.
+// With ready (readyLocked held), nothing waits.
+func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) (int, error) {
 	pl, err := f.planLocked(ctx, p, off)
 	if err != nil || pl.n == 0 {
 		f.mu.Unlock()
@@ -38,13 +94,15 @@ func (f *File) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 	}
 	f.mu.Unlock()
 	err = f.readPlan(ctx, pl, p, off)
-	f.mu.Lock()
-	for s, e := range pl.entries {
-		if e.failed() && f.mu.cache.entries[s] == e {
-			f.mu.cache.drop(s) // the next read tries again
+	if !ready { // a ready read's entries were filled without error
+		f.mu.Lock()
+		for s, e := range pl.entries {
+			if e.failed() && f.mu.cache.entries[s] == e {
+				f.mu.cache.drop(s) // the next read tries again
+			}
 		}
+		f.mu.Unlock()
 	}
-	f.mu.Unlock()
 	pl.release()
 	if err != nil {
 		return 0, err

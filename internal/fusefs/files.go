@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 
@@ -158,8 +159,18 @@ func (h *handle) file() *client.File {
 }
 
 // Read reads from the shared File; holes read as zeros.
+// A request tried inline (trying) answers EAGAIN where it would wait.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	n, err := h.file().ReadAt(bg(ctx), dest, off)
+	var n int
+	var err error
+	if trying(ctx) {
+		n, err = h.file().TryReadAt(bg(ctx), dest, off)
+		if errors.Is(err, client.ErrWouldBlock) {
+			return nil, syscall.EAGAIN
+		}
+	} else {
+		n, err = h.file().ReadAt(bg(ctx), dest, off)
+	}
 	if err != nil && n == 0 && !isEOF(err) {
 		return nil, h.fsys.errno("read", err)
 	}
@@ -170,9 +181,19 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 }
 
 // Write buffers data in the shared File; full stripes are written back as
-// they fill, the rest at flush.
+// they fill, the rest at flush. A request tried inline (trying) answers
+// EAGAIN where it would wait.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	n, err := h.file().WriteAtFor(bg(ctx), h.mark, data, off)
+	var n int
+	var err error
+	if trying(ctx) {
+		n, err = h.file().TryWriteAtFor(bg(ctx), h.mark, data, off)
+		if errors.Is(err, client.ErrWouldBlock) {
+			return 0, syscall.EAGAIN
+		}
+	} else {
+		n, err = h.file().WriteAtFor(bg(ctx), h.mark, data, off)
+	}
 	if err != nil {
 		return uint32(n), h.fsys.errno("write", err)
 	}

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -91,10 +92,35 @@ func startRing(fresh []int, rawFS fuse.RawFileSystem, fo *fs.Options, srv *fuse.
 	}
 	fd := fresh[0]
 	ps := fuse.NewProtocolServer(rawFS, &fo.MountOptions)
-	if err := fuseuring.Init(ps, srv.KernelSettings()); err != nil {
-		return nil, err
+	try := fuse.NewProtocolServer(tryFS{rawFS}, &fo.MountOptions)
+	for _, p := range []*fuse.ProtocolServer{ps, try} {
+		if err := fuseuring.Init(p, srv.KernelSettings()); err != nil {
+			return nil, err
+		}
 	}
-	return fuseuring.Start(fd, ps, fuseuring.Options{PayloadSize: max(o.MaxWrite, 8192), Logger: o.Logger})
+	return fuseuring.Start(fd, ps, fuseuring.Options{PayloadSize: max(o.MaxWrite, 8192), Try: try, Logger: o.Logger})
+}
+
+// tryCancel marks the READs and WRITEs that the io_uring transport tries
+// on a queue's thread (fuseuring.Options.Try): their handlers find it as
+// their context's Done channel (it is never closed) and answer EAGAIN,
+// having changed nothing, instead of waiting (client.File.TryReadAt,
+// TryWriteAtFor).
+var tryCancel = make(chan struct{})
+
+// trying reports whether a handler serves a request tried inline.
+func trying(ctx context.Context) bool { return ctx.Done() == (<-chan struct{})(tryCancel) }
+
+// tryFS is the file system as the transport's Try server sees it: READ
+// and WRITE carry tryCancel.
+type tryFS struct{ fuse.RawFileSystem }
+
+func (t tryFS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	return t.RawFileSystem.Read(tryCancel, in, buf)
+}
+
+func (t tryFS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	return t.RawFileSystem.Write(tryCancel, in, data)
 }
 
 // serve runs srv's /dev/fuse loop and waits until the mount is visible.

@@ -38,7 +38,10 @@ func (e *entry) opcode() uint32 { return binary.LittleEndian.Uint32(e.header[4:]
 
 // serve handles the request in e, writes the reply into e and returns the
 // request's commit id.
-func (t *Transport) serve(e *entry) uint64 {
+func (t *Transport) serve(e *entry) uint64 { return t.serveWith(t.ps, e) }
+
+// serveWith is serve with the ProtocolServer ps.
+func (t *Transport) serveWith(ps *fuse.ProtocolServer, e *entry) uint64 {
 	h := e.header
 	ent := h[entOff:headerSize]
 	commitID := binary.LittleEndian.Uint64(ent[8:])
@@ -64,7 +67,7 @@ func (t *Transport) serve(e *entry) uint64 {
 	}
 	in := [][]byte{h[:inHeaderSize], h[opInOff : opInOff+opSize], payload}
 	out := [][]byte{h[:outHeaderSize], e.payload}
-	n, st := t.ps.HandleRequest(in, out)
+	n, st := ps.HandleRequest(in, out)
 	if st != fuse.OK || n < outHeaderSize {
 		if n == 0 && st == fuse.OK {
 			st = fuse.ENOSYS // a request that wants no reply has no place here
