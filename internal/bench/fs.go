@@ -309,7 +309,7 @@ func (p *poolFS) RemoveAll(ctx context.Context, name string) error {
 func (p *poolFS) Close() error { return p.conn.Close() }
 
 // poolFile is a client.File; Close flushes, which makes data durable, so
-// Sync is a Flush too.
+// Sync is a Flush too, and lets go of the File's cache.
 type poolFile struct{ f *client.File }
 
 func (p poolFile) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
@@ -322,8 +322,12 @@ func (p poolFile) ReadAt(ctx context.Context, b []byte, off int64) (int, error) 
 func (p poolFile) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	return p.f.WriteAt(ctx, b, off)
 }
-func (p poolFile) Sync(ctx context.Context) error  { return p.f.Flush(ctx) }
-func (p poolFile) Close(ctx context.Context) error { return p.f.Flush(ctx) }
+func (p poolFile) Sync(ctx context.Context) error { return p.f.Flush(ctx) }
+func (p poolFile) Close(ctx context.Context) error {
+	err := p.f.Flush(ctx)
+	p.f.Close()
+	return err
+}
 
 // isNotFound reports a missing file from either API.
 func isNotFound(err error) bool {

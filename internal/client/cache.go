@@ -40,6 +40,10 @@ type cacheEntry struct {
 	shard  int      // shard size
 	len    int      // user bytes in the stripe
 	err    error
+	// release, if set (before the entry is shared), runs once the last
+	// reference is dropped: a read-ahead stripe gives back its share of
+	// the client's budget.
+	release func()
 }
 
 func newCacheEntry(gen uint64, refs int32) *cacheEntry {
@@ -51,9 +55,15 @@ func newCacheEntry(gen uint64, refs int32) *cacheEntry {
 func (e *cacheEntry) ref() { e.refs.Add(1) }
 
 func (e *cacheEntry) unref() {
-	if e.refs.Add(-1) == 0 && e.b != nil {
+	if e.refs.Add(-1) != 0 {
+		return
+	}
+	if e.b != nil {
 		e.pool.put(e.b)
 		e.b, e.shards = nil, nil
+	}
+	if e.release != nil {
+		e.release()
 	}
 }
 

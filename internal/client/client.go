@@ -85,7 +85,13 @@ type Options struct {
 	// session 8). A File's stripe cache holds ReadAhead+StripesInFlight
 	// stripes (k+m fragment buffers each) while it is being read.
 	ReadAhead int
-	Logger    *slog.Logger
+	// ReadAheadTotal bounds the stripes that all Files of the client hold
+	// because they were read ahead, until the cache lets them go (default
+	// 8 × ReadAhead: about 1.3 GiB of buffers at 8+2 with 1 MiB units),
+	// so that many files read at once do not each take a full window.
+	// Beyond it readers fill only the stripes they ask for.
+	ReadAheadTotal int
+	Logger         *slog.Logger
 }
 
 // WriteBehindFactor × Options.StripesInFlight is the number of stripes one
@@ -106,6 +112,9 @@ type Client struct {
 	// File writes back in the background beyond its own window
 	// (file_async.go).
 	writeBehind chan struct{}
+	// ahead is the read-ahead budget: a token per stripe read ahead whose
+	// buffers are still held (Options.ReadAheadTotal).
+	ahead chan struct{}
 
 	small smallFiles // when writes last fetched the map (smallfile.go)
 
@@ -125,14 +134,25 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.ReadAhead <= 0 {
 		opts.ReadAhead = 16
 	}
+	if opts.ReadAheadTotal <= 0 {
+		opts.ReadAheadTotal = 8 * opts.ReadAhead
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
-		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight)}
+		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight),
+		ahead:       make(chan struct{}, opts.ReadAheadTotal)}
 	c.mu.codecs = map[[2]int]*erasure.Codec{}
 	return c
 }
+
+// aheadDone gives back a read-ahead stripe's token.
+func (c *Client) aheadDone() { <-c.ahead }
+
+// ReadAheadHeld is how many stripes of the read-ahead budget
+// (Options.ReadAheadTotal) the client's Files hold now.
+func (c *Client) ReadAheadHeld() int { return len(c.ahead) }
 
 // Meta returns the metadata service the client uses.
 func (c *Client) Meta() Meta { return c.meta }

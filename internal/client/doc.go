@@ -23,9 +23,13 @@
 // share). Reads of one File run in parallel: the File's mutex is held to
 // plan a read, not to wait for fragments or to copy bytes. Sequential
 // reads take whole stripes through a small per-File cache of
-// reference-counted stripe buffers, filled StripesInFlight stripes ahead;
-// a read that overlaps the File's unflushed writes is done with the mutex
-// held and lays them over the committed bytes.
+// reference-counted stripe buffers, read ahead by a window that starts at
+// 4 stripes and doubles up to Options.ReadAhead; any read finds a stripe
+// the cache holds. A read that overlaps the File's unflushed writes is
+// done with the mutex held and lays them over the committed bytes.
+// TryReadAt and TryWriteAtFor are the reads and writes that never wait
+// (ErrWouldBlock instead, having changed nothing): the mount serves small
+// requests with them on the thread that received them.
 //
 // Every stripe is read and repaired with its own scheme (the record's K):
 // a small file's stripe 0 is written as a mirror of 1+M copies, and a

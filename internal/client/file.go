@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,9 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.wb.shared = c.writeBehind
 	f.wb.idle = sync.NewCond(&f.mu.Mutex)
 	f.mu.cache = newStripeCache(c.opts.ReadAhead + c.opts.StripesInFlight)
+	// A File dropped without Close still gives its read-ahead stripes
+	// back to the client's budget.
+	runtime.AddCleanup(f, (*stripeCache).clear, f.mu.cache)
 	return f, nil
 }
 
@@ -100,6 +104,17 @@ func (f *File) Attr() meta.Attr {
 	a := f.mu.attr
 	a.Size = uint64(f.mu.size)
 	return a
+}
+
+// Close lets go of the stripes f has cached: their buffers go back to the
+// client's pool, and those read ahead give back their share of the
+// read-ahead budget (a File dropped without Close gives them back when
+// the garbage collector finds it). It does not flush (Flush first). A
+// File read after Close reads as before, filling its cache again.
+func (f *File) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.cache.clear()
 }
 
 func (f *File) stripeBytes() int64 { return StripeBytes(f.mu.attr.Layout) }

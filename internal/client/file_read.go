@@ -194,7 +194,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 		}
 		e := f.mu.cache.get(s, rec.Gen)
 		if e == nil && whole {
-			e = f.fillLocked(rec)
+			e = f.fillLocked(rec, nil)
 			e.ref() // the cache's own reference keeps e until f.mu is released
 		}
 		if e != nil {
@@ -280,9 +280,11 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 }
 
 // fillLocked adds a cache entry for a committed stripe and starts reading
-// the stripe whole into it.
-func (f *File) fillLocked(rec meta.StripeRec) *cacheEntry {
+// the stripe whole into it; release, if not nil, runs when the entry's
+// buffers are let go.
+func (f *File) fillLocked(rec meta.StripeRec, release func()) *cacheEntry {
 	e := f.mu.cache.start(rec.Stripe, rec.Gen)
+	e.release = release
 	f.wholeReads.Add(1)
 	go f.c.fillEntry(context.Background(), e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
 	return e
@@ -305,7 +307,8 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 }
 
 // readAhead starts reading the next stripes in the background: the
-// window (aheadLocked) from stripe from on.
+// window (aheadLocked) from stripe from on, as far as the client's
+// read-ahead budget (Options.ReadAheadTotal) allows.
 func (f *File) readAhead(from uint64, sb int64) {
 	last := (f.mu.size - 1) / sb
 	for s := from; s < from+uint64(f.aheadLocked()) && int64(s) <= last; s++ {
@@ -316,7 +319,12 @@ func (f *File) readAhead(from uint64, sb int64) {
 		if err != nil || recs[s].Gen == 0 {
 			return
 		}
-		f.fillLocked(recs[s])
+		select {
+		case f.c.ahead <- struct{}{}:
+		default:
+			return // spent: reads fill what they need themselves
+		}
+		f.fillLocked(recs[s], f.c.aheadDone)
 	}
 }
 

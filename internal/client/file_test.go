@@ -20,6 +20,12 @@ import (
 // 256 KiB) and connects a client to it.
 func start(t *testing.T) *cluster.Conn {
 	t.Helper()
+	return startWith(t, client.Options{})
+}
+
+// startWith is start with a client of options o.
+func startWith(t *testing.T, o client.Options) *cluster.Conn {
+	t.Helper()
 	direct := false
 	cfg := cluster.Config{Dir: t.TempDir(), Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2",
 		Unit: 64 << 10, DriveSize: 1 << 30, GCInterval: time.Hour, DirectIO: &direct}
@@ -28,7 +34,7 @@ func start(t *testing.T) *cluster.Conn {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	conn, err := cluster.Connect(context.Background(), cfg.Dir, client.Options{})
+	conn, err := cluster.Connect(context.Background(), cfg.Dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,20 @@
 // keeps FUSE's default instead (open.go). Behind a sequential reader the
 // mount asks the kernel to drop the pages it has left 64 MiB behind
 // (dropbehind.go): a long read then reuses warm pages instead of filling
-// the page cache with the whole file.
+// the page cache with the whole file. The page cache bounds buffered reads
+// (every byte copied into a fresh page, then out to the reader): a FUSE
+// file system that serves zeros reads no faster that way than the disk
+// behind poolfs, so streaming readers that want the device's rate open
+// with O_DIRECT, and the File's stripe readahead feeds them.
+//
+// # io_uring queues
+//
+// Over io_uring (uring.go, package fuseuring) small READs and WRITEs are
+// tried on the queue's thread first with the handlers' non-waiting form
+// (client.File.TryReadAt, TryWriteAtFor): the transport's Try server wraps
+// the file system so that those requests carry tryCancel as their
+// context's Done channel (trying), and a handler that would wait answers
+// EAGAIN for the transport to hand the request to a goroutine.
 //
 // # Write errors
 //

@@ -95,6 +95,7 @@ func (fsys *FS) release(ctx context.Context, of *openFile, mark *client.ErrMark)
 		if rerr := fsys.m.Release(ctx, of.ino); err == nil {
 			err = rerr
 		}
+		f.Close()
 		fsys.mu.Lock()
 		of.f = nil
 		fsys.mu.Unlock()

@@ -31,7 +31,12 @@
 //   - Requests that may wait long (READ, WRITE, FSYNC, SETLKW, SETATTR,
 //     ...; see async) are served on goroutines, so a slow one does not
 //     hold up the others of its CPU; the rest, FLUSH and RELEASE included
-//     (every close sends them), are served on the queue's thread.
+//     (every close sends them), are served on the queue's thread. Small
+//     READs and WRITEs are first tried on the queue's thread with
+//     Options.Try, a server whose handlers answer EAGAIN instead of
+//     waiting; only those go to goroutines. A request that answered
+//     EAGAIN has changed nothing, and its entry is restored byte for byte
+//     (the reply header had been written over the request's).
 //   - Entry buffers live outside the Go heap (mmap): the kernel writes
 //     them while no Go pointer says so.
 //   - A reply is written over the request's buffers only after the
