@@ -45,11 +45,9 @@
 // keeps FUSE's default instead (open.go). Behind a sequential reader the
 // mount asks the kernel to drop the pages it has left 64 MiB behind
 // (dropbehind.go): a long read then reuses warm pages instead of filling
-// the page cache with the whole file. The page cache bounds buffered reads
-// (every byte copied into a fresh page, then out to the reader): a FUSE
-// file system that serves zeros reads no faster that way than the disk
-// behind poolfs, so streaming readers that want the device's rate open
-// with O_DIRECT, and the File's stripe readahead feeds them.
+// the page cache with the whole file. Buffered reads copy every byte into
+// a fresh page and out again; streaming readers that want the device's
+// rate open with O_DIRECT, and the File's stripe readahead feeds them.
 //
 // # io_uring queues
 //
