@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"runtime"
 	"sort"
 	"sync"
@@ -161,21 +162,16 @@ func (f *File) TryWriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int6
 	defer f.mu.Unlock()
 	sb := f.stripeBytes()
 	added := 0
-	for done := 0; done < len(p); {
-		pos := off + int64(done)
-		s := uint64(pos / sb)
-		in := int(pos % sb)
-		n := min(len(p)-done, int(sb)-in)
-		d := f.mu.dirty[s]
+	for pc := range pieces(off, len(p), sb) {
+		d := f.mu.dirty[pc.s]
 		switch {
-		case d == nil && in == 0 && n == int(sb):
+		case d == nil && pc.n == int(sb):
 			return 0, ErrWouldBlock
 		case d == nil:
 			added++
-		case (&dirtyStripe{spans: addSpan(d.spans, span{in, in + n})}).covers(int(sb)):
+		case (&dirtyStripe{spans: addSpan(d.spans, span{pc.in, pc.in + pc.n})}).covers(int(sb)):
 			return 0, ErrWouldBlock
 		}
-		done += n
 	}
 	if len(f.mu.dirty)+added > maxDirtyFactor*f.c.opts.StripesInFlight {
 		return 0, ErrWouldBlock
@@ -183,27 +179,46 @@ func (f *File) TryWriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int6
 	return f.writeLocked(ctx, m, p, off)
 }
 
+// piece is the part of a request that falls in one stripe.
+type piece struct {
+	s    uint64 // the stripe
+	in   int    // offset in the stripe
+	n    int    // bytes
+	done int    // offset in the request
+}
+
+// pieces cuts the n bytes at off into their parts in stripes of sb bytes,
+// in order.
+func pieces(off int64, n int, sb int64) iter.Seq[piece] {
+	return func(yield func(piece) bool) {
+		for done := 0; done < n; {
+			pos := off + int64(done)
+			in := int(pos % sb)
+			k := min(n-done, int(sb)-in)
+			if !yield(piece{s: uint64(pos / sb), in: in, n: k, done: done}) {
+				return
+			}
+			done += k
+		}
+	}
+}
+
 // writeLocked is WriteAtFor with f.mu held.
 func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64) (int, error) {
 	sb := f.stripeBytes()
-	for done := 0; done < len(p); {
-		pos := off + int64(done)
-		s := uint64(pos / sb)
-		in := int(pos % sb)
-		n := min(len(p)-done, int(sb)-in)
-		d := f.mu.dirty[s]
+	for pc := range pieces(off, len(p), sb) {
+		d := f.mu.dirty[pc.s]
 		if d == nil {
 			lay := f.mu.attr.Layout
 			d = &dirtyStripe{k: lay.K, unit: int(lay.Unit), pool: f.c.bufs.get(lay.K+lay.M, int(lay.Unit))}
-			f.mu.dirty[s] = d
+			f.mu.dirty[pc.s] = d
 		}
-		d.write(in, p[done:done+n])
-		f.mu.cache.drop(s)
+		d.write(pc.in, p[pc.done:pc.done+pc.n])
+		f.mu.cache.drop(pc.s)
 		if d.covers(int(sb)) {
-			delete(f.mu.dirty, s)
-			f.startLocked(s, d)
+			delete(f.mu.dirty, pc.s)
+			f.startLocked(pc.s, d)
 		}
-		done += n
 	}
 	if end := off + int64(len(p)); end > f.mu.size {
 		f.mu.size = end

@@ -213,28 +213,23 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 // readPlan reads the planned bytes into p without the mutex.
 func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) error {
 	sb := StripeBytes(pl.lay) // f.mu.attr changes at commits
-	for done := 0; done < pl.n; {
-		pos := off + int64(done)
-		s := uint64(pos / sb)
-		in := int(pos % sb)
-		k := min(pl.n-done, int(sb)-in)
-		dst := p[done : done+k]
-		rec := pl.recs[s]
-		switch e := pl.entries[s]; {
+	for pc := range pieces(off, pl.n, sb) {
+		dst := p[pc.done : pc.done+pc.n]
+		rec := pl.recs[pc.s]
+		switch e := pl.entries[pc.s]; {
 		case rec.Gen == 0:
 			clear(dst)
 		case e != nil:
 			if err := e.wait(ctx); err != nil {
 				return err
 			}
-			e.copyOut(dst, in)
+			e.copyOut(dst, pc.in)
 		default:
 			f.rangeReads.Add(1)
-			if err := f.c.readRange(ctx, pl.lay, pl.ino, rec, in, dst, f.name); err != nil {
+			if err := f.c.readRange(ctx, pl.lay, pl.ino, rec, pc.in, dst, f.name); err != nil {
 				return err
 			}
 		}
-		done += k
 	}
 	return nil
 }
@@ -254,24 +249,19 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	for done := 0; done < n; {
-		pos := off + int64(done)
-		s := uint64(pos / sb)
-		in := int(pos % sb)
-		k := min(n-done, int(sb)-in)
-		dst := p[done : done+k]
-		if rec := byNo[s]; rec.Gen == 0 {
+	for pc := range pieces(off, n, sb) {
+		dst := p[pc.done : pc.done+pc.n]
+		if rec := byNo[pc.s]; rec.Gen == 0 {
 			clear(dst)
-		} else if err := f.c.readRange(ctx, f.mu.attr.Layout, f.mu.attr.Ino, rec, in, dst, f.name); err != nil {
-			return done, err
+		} else if err := f.c.readRange(ctx, f.mu.attr.Layout, f.mu.attr.Ino, rec, pc.in, dst, f.name); err != nil {
+			return pc.done, err
 		}
-		if fl := f.mu.inflight[s]; fl != nil {
-			fl.d.overlay(dst, in)
+		if fl := f.mu.inflight[pc.s]; fl != nil {
+			fl.d.overlay(dst, pc.in)
 		}
-		if d := f.mu.dirty[s]; d != nil {
-			d.overlay(dst, in)
+		if d := f.mu.dirty[pc.s]; d != nil {
+			d.overlay(dst, pc.in)
 		}
-		done += k
 	}
 	if n < want {
 		return n, io.EOF

@@ -75,6 +75,16 @@ func written(t *testing.T, conn *cluster.Conn, name string, n int) (*client.File
 	return f, data
 }
 
+// reopen opens a new handle of w's file (which sees what w flushed).
+func reopen(t *testing.T, conn *cluster.Conn, w *client.File) *client.File {
+	t.Helper()
+	f, err := conn.Client.Open(context.Background(), w.Attr().Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // readSeq reads f from start to end in pieces of xfer bytes and returns
 // what it read.
 func readSeq(f *client.File, start, end int64, xfer int) ([]byte, error) {
@@ -108,10 +118,7 @@ func TestParallelReads(t *testing.T) {
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := reopen(t, conn, w)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for _, xfer := range []int{1 << 20, 256 << 10, 100003, 4096} {
@@ -298,10 +305,7 @@ func TestOutOfOrderSequentialReads(t *testing.T) {
 	const stripe = 4 * 64 << 10 // 4+2, 64 KiB units
 	const stripes = 64
 	w, data := written(t, conn, "f", stripes*stripe)
-	f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := reopen(t, conn, w)
 	// Requests of one unit, in windows of 8 stripes (32 requests), each
 	// window in a random order.
 	const xfer, window = 64 << 10, 8 * stripe

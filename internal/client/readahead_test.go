@@ -24,10 +24,7 @@ func TestReadAheadBudget(t *testing.T) {
 	var want [][]byte
 	for i := range n {
 		w, data := written(t, conn, string(rune('a'+i)), 12*stripe)
-		f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := reopen(t, conn, w)
 		files, want = append(files, f), append(want, data)
 	}
 	got := make([][]byte, n)

@@ -21,10 +21,7 @@ func TestTryReadAt(t *testing.T) {
 	const stripe = 4 * 64 << 10 // 4+2, 64 KiB units
 	const stripes = 16
 	w, data := written(t, conn, "f", stripes*stripe)
-	f, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := reopen(t, conn, w)
 	buf := make([]byte, 4096)
 	if _, err := f.TryReadAt(ctx, buf, 0); !errors.Is(err, client.ErrWouldBlock) {
 		t.Fatalf("cold try: %v, want ErrWouldBlock", err)
@@ -103,10 +100,7 @@ func TestTryWriteAtFor(t *testing.T) {
 	if err := w.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r, err := conn.Client.Open(ctx, w.Attr().Ino, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := reopen(t, conn, w)
 	got := make([]byte, len(data))
 	if n, err := r.ReadAt(ctx, got, 0); n != len(data) || (err != nil && err != io.EOF) {
 		t.Fatalf("read back %d, %v", n, err)
