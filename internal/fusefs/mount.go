@@ -214,6 +214,16 @@ func (s *Server) Wait() {
 // URing reports whether requests come over io_uring (Options.URing took).
 func (s *Server) URing() bool { return s.ring != nil }
 
+// Tried returns how many small READs and WRITEs the io_uring queues served
+// on their own threads and how many they handed to goroutines because
+// they would have waited (zero over /dev/fuse).
+func (s *Server) Tried() (inline, handed uint64) {
+	if s.ring == nil {
+		return 0, 0
+	}
+	return s.ring.Tried()
+}
+
 // Dir returns the mount point.
 func (s *Server) Dir() string { return s.dir }
 

@@ -97,3 +97,74 @@ func churn(dir string) error {
 	}
 	return nil
 }
+
+// TestURingSmallRequests: 4 KiB writes, and 4 KiB reads buffered and with
+// O_DIRECT, go through the queues' threads when they need not wait (most
+// of them) and to goroutines when they would (the first reads of a
+// stripe); either way every byte comes back as written.
+func TestURingSmallRequests(t *testing.T) {
+	if !testURing() {
+		t.Skip("POOLFS_TEST_URING=0: this run covers /dev/fuse")
+	}
+	if err := fuseuring.Enable(); err != nil {
+		t.Skipf("no FUSE over io_uring here: %v", err)
+	}
+	c := startCluster(t, cluster0())
+	dir, srv := mountSrv(t, c)
+	if !srv.URing() {
+		t.Fatal("mounted with URing on a kernel that allows it, but requests come over /dev/fuse")
+	}
+	const bs = 4096
+	data := make([]byte, 6<<20+bs/2)
+	rand.Read(data)
+	p := filepath.Join(dir, "small")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(data); off += bs {
+		if _, err := f.Write(data[off:min(off+bs, len(data))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wrote, _ := srv.Tried()
+	if wrote < uint64(len(data)/bs/2) {
+		t.Errorf("%d of %d writes served on the queues' threads; want most", wrote, len(data)/bs)
+	}
+	// O_DIRECT wants an aligned buffer: one page of its own.
+	buf, err := unix.Mmap(-1, 0, bs, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(buf)
+	for _, flags := range []int{0, unix.O_DIRECT} {
+		fd, err := unix.Open(p, unix.O_RDONLY|flags, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		for {
+			n, err := unix.Read(fd, buf)
+			if err != nil {
+				t.Fatalf("read (flags %#x) at %d: %v", flags, len(got), err)
+			}
+			if n == 0 {
+				break
+			}
+			got = append(got, buf[:n]...)
+		}
+		unix.Close(fd)
+		if !bytes.Equal(got, data) {
+			t.Fatalf("read back (flags %#x) %d bytes that differ from the %d written", flags, len(got), len(data))
+		}
+	}
+	inline, handed := srv.Tried()
+	t.Logf("served inline %d, handed to goroutines %d", inline, handed)
+	if inline-wrote < uint64(len(data)/bs/2) || handed == 0 {
+		t.Errorf("reads: %d served inline, %d handed on in all; want most of the %d O_DIRECT reads inline, and the first of a stripe handed on",
+			inline-wrote, handed, len(data)/bs)
+	}
+}

@@ -101,7 +101,14 @@ type Transport struct {
 	ps   *fuse.ProtocolServer
 	opts Options
 	wg   sync.WaitGroup
+	// inline and handed count the requests tried with Options.Try that
+	// it served, and those it answered EAGAIN (see Tried).
+	inline, handed atomic.Uint64
 }
+
+// Tried returns how many READs and WRITEs were served inline by
+// Options.Try and how many it handed on (they would have waited).
+func (t *Transport) Tried() (inline, handed uint64) { return t.inline.Load(), t.handed.Load() }
 
 // Start registers Options.Entries entries on every CPU's queue of the
 // connection whose /dev/fuse descriptor is fd (which INIT negotiated
@@ -333,10 +340,12 @@ func (t *Transport) tryInline(e *entry) (uint64, bool) {
 	copy(ent[:], h[entOff:])
 	id := t.serveWith(t.opts.Try, e)
 	if int32(binary.LittleEndian.Uint32(h[4:])) != -int32(syscall.EAGAIN) {
+		t.inline.Add(1)
 		return id, true
 	}
 	copy(h, in[:])
 	copy(h[entOff:], ent[:])
+	t.handed.Add(1)
 	return 0, false
 }
 
