@@ -23,6 +23,7 @@ type mountFlags struct {
 	sessionTTL   time.Duration
 	allowOther   bool
 	cachedWrites bool
+	directReads  bool
 	uring        bool
 	debug        bool
 	cmd          *cobra.Command // to tell whether --uring was given
@@ -33,6 +34,7 @@ func (f *mountFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.sessionTTL, "session-ttl", fusefs.DefaultSessionTTL, "lease of the mount's client session: if the mount is killed, the files it held open are released this long after")
 	cmd.Flags().BoolVar(&f.allowOther, "allow-other", os.Geteuid() == 0, "let other users use the mount (permission bits still apply)")
 	cmd.Flags().BoolVar(&f.cachedWrites, "cached-writes", false, "send writes through the kernel's page cache (FUSE's default: slower for large writes, one writer per file at a time)")
+	cmd.Flags().BoolVar(&f.directReads, "direct-reads", false, "serve reads without the kernel's page cache, as for O_DIRECT (for streaming readers with large reads; small reads cost a round trip each)")
 	f.cmd = cmd
 	cmd.Flags().BoolVar(&f.uring, "uring", false, "serve FUSE requests from the kernel's per-CPU io_uring queues (Linux 6.14+, root: turns on the fuse module's enable_uring; falls back to /dev/fuse without). "+
 		"Default: on for up --mount with the embedded SQLite metadata (as root), off otherwise: metadata calls are answered on the queue's thread, which suits microsecond calls, not network round trips")
@@ -45,7 +47,7 @@ func (f *mountFlags) options() fusefs.Options {
 		t = -1 // no caching
 	}
 	return fusefs.Options{
-		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, CachedWrites: f.cachedWrites, URing: f.uring, Debug: f.debug, SessionTTL: f.sessionTTL,
+		AttrTimeout: t, EntryTimeout: t, AllowOther: f.allowOther, CachedWrites: f.cachedWrites, DirectReads: f.directReads, URing: f.uring, Debug: f.debug, SessionTTL: f.sessionTTL,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }

@@ -97,6 +97,12 @@ func mount(t *testing.T, c *cluster.Cluster) string {
 // mountSrv mounts as mount does and also returns the Server.
 func mountSrv(t *testing.T, c *cluster.Cluster) (string, *Server) {
 	t.Helper()
+	return mountWith(t, c, Options{AllowOther: true, URing: testURing()})
+}
+
+// mountWith is mountSrv with the mount options o.
+func mountWith(t *testing.T, c *cluster.Cluster, o Options) (string, *Server) {
+	t.Helper()
 	conn, err := cluster.Connect(context.Background(), c.Config.Dir, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +111,7 @@ func mountSrv(t *testing.T, c *cluster.Cluster) (string, *Server) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Mount(dir, conn.Client, Options{AllowOther: true, URing: testURing()})
+	srv, err := Mount(dir, conn.Client, o)
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)

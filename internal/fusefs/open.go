@@ -21,7 +21,8 @@ import (
 // about a tenth of what the same process writes with direct I/O. The mount
 // keeps its own buffers (client.File), so there is nothing the page cache
 // would add for writes. Reads of a descriptor opened read-only still go
-// through the page cache and the kernel's readahead.
+// through the page cache and the kernel's readahead, unless
+// Options.DirectReads makes them direct too.
 //
 // A read-only descriptor is FOPEN_NOFLUSH: its close(2) sends no FLUSH
 // request (one round trip less for every file a compiler or `cat` reads).
@@ -37,7 +38,7 @@ func (fsys *FS) openFlags(flags uint32) uint32 {
 		// of the descriptor that made them (and locks are the kernel's).
 		fl |= fuse.FOPEN_NOFLUSH
 	}
-	if flags&syscall.O_DIRECT != 0 || (!readOnly && fsys.directWrites.Load()) {
+	if flags&syscall.O_DIRECT != 0 || (!readOnly && fsys.directWrites.Load()) || (readOnly && fsys.directReads.Load()) {
 		fl |= fuse.FOPEN_DIRECT_IO | fuse.FOPEN_PARALLEL_DIRECT_WRITES
 	}
 	return fl
