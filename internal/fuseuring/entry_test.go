@@ -91,7 +91,8 @@ func TestServeMalformed(t *testing.T) {
 	}
 }
 
-// FuzzServe feeds arbitrary ring entries to serve: it must not panic, and
+// FuzzServe feeds arbitrary ring entries to serve (READs and WRITEs to
+// tryInline first, as the queues do): it must not panic, and
 // its reply must name the request and fit the entry. The file system
 // behind is stateless (every operation ENOSYS): what is fuzzed is the
 // decoding, in serve and go-fuse's parser, not go-fuse's node bookkeeping,
@@ -101,13 +102,16 @@ func FuzzServe(f *testing.F) {
 	f.Add(uint32(1), uint32(45), uint32(5), []byte{}, []byte("name\x00"))
 	f.Add(uint32(16), uint32(120), uint32(40), make([]byte, 40), make([]byte, 40))
 	tr, e := testTransport(f, fuse.NewDefaultRawFileSystem())
+	tr.opts.Try, tr.opts.InlineMax = tr.ps, 1<<20 // READ and WRITE go through tryInline first
 	f.Fuzz(func(t *testing.T, opcode, length, payloadSz uint32, op, payload []byte) {
 		op = op[:min(len(op), opInSize)]
 		payload = payload[:min(len(payload), len(e.payload))]
 		request(e, opcode, 42, op, payload)
 		binary.LittleEndian.PutUint32(e.header[0:], length)
 		binary.LittleEndian.PutUint32(e.header[entOff+16:], payloadSz)
-		tr.serve(e)
+		if _, ok := tr.tryInline(e); !ok {
+			tr.serve(e)
+		}
 		errno, u, n := replyOf(e)
 		if u != 42 {
 			t.Fatalf("reply (errno %d) for unique %d, want 42", errno, u)
