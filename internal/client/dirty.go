@@ -103,6 +103,13 @@ func addSpan(spans []span, s span) []span {
 }
 
 // covers reports whether the spans cover [0, n).
-func (d *dirtyStripe) covers(n int) bool {
-	return len(d.spans) == 1 && d.spans[0].a == 0 && d.spans[0].b >= n
+func (d *dirtyStripe) covers(n int) bool { return covering(d.spans, n) }
+
+// coversWith reports whether the spans would cover [0, n) once s is
+// written.
+func (d *dirtyStripe) coversWith(s span, n int) bool { return covering(addSpan(d.spans, s), n) }
+
+// covering reports whether sorted, merged spans cover [0, n).
+func covering(spans []span, n int) bool {
+	return len(spans) == 1 && spans[0].a == 0 && spans[0].b >= n
 }

@@ -56,9 +56,12 @@ type File struct {
 	}
 }
 
-// maxDirty is the number of dirty stripes a handle buffers before it
-// writes the complete ones back (or all of them).
+// maxDirtyFactor × StripesInFlight is maxDirty.
 const maxDirtyFactor = 2
+
+// maxDirty is the number of dirty stripes a handle buffers before a write
+// writes the complete ones back (or all of them).
+func (f *File) maxDirty() int { return maxDirtyFactor * f.c.opts.StripesInFlight }
 
 // Open returns a handle on file ino (name is used in errors).
 func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, error) {
@@ -169,11 +172,11 @@ func (f *File) TryWriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int6
 			return 0, ErrWouldBlock
 		case d == nil:
 			added++
-		case (&dirtyStripe{spans: addSpan(d.spans, span{pc.in, pc.in + pc.n})}).covers(int(sb)):
+		case d.coversWith(span{pc.in, pc.in + pc.n}, int(sb)):
 			return 0, ErrWouldBlock
 		}
 	}
-	if len(f.mu.dirty)+added > maxDirtyFactor*f.c.opts.StripesInFlight {
+	if len(f.mu.dirty)+added > f.maxDirty() {
 		return 0, ErrWouldBlock
 	}
 	return f.writeLocked(ctx, m, p, off)
@@ -226,7 +229,7 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64)
 	if err := f.wb.errSince(m); err != nil {
 		return 0, err
 	}
-	if len(f.mu.dirty) > maxDirtyFactor*f.c.opts.StripesInFlight {
+	if len(f.mu.dirty) > f.maxDirty() {
 		if err := f.writebackLocked(ctx, true); err != nil {
 			return 0, err
 		}

@@ -73,7 +73,7 @@ func (f *File) readyLocked(n int, off int64) bool {
 	}
 	end := uint64((f.mu.size - 1) / sb)
 	for s := last + 1; s <= last+uint64(f.c.opts.ReadAhead) && s <= end; s++ {
-		if _, ok := f.mu.recs[s]; !ok && !f.mu.cache.has(s) && f.mu.inflight[s] == nil && f.mu.dirty[s] == nil {
+		if _, ok := f.mu.recs[s]; !ok && !f.heldLocked(s) {
 			return false // readahead would ask the metadata service
 		}
 	}
@@ -302,7 +302,7 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 func (f *File) readAhead(from uint64, sb int64) {
 	last := (f.mu.size - 1) / sb
 	for s := from; s < from+uint64(f.aheadLocked()) && int64(s) <= last; s++ {
-		if f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
+		if f.heldLocked(s) {
 			continue
 		}
 		recs, err := f.recordsLocked(context.Background(), s, s)
@@ -316,6 +316,12 @@ func (f *File) readAhead(from uint64, sb int64) {
 		}
 		f.fillLocked(recs[s], f.c.aheadDone)
 	}
+}
+
+// heldLocked reports whether stripe s is in the cache, being written or
+// buffered: readahead has nothing to start for it.
+func (f *File) heldLocked(s uint64) bool {
+	return f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil
 }
 
 // aheadLocked is how many stripes the current stream reads ahead: 4 once

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"syscall"
 
@@ -162,16 +161,12 @@ func (h *handle) file() *client.File {
 // Read reads from the shared File; holes read as zeros.
 // A request tried inline (trying) answers EAGAIN where it would wait.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	var n int
-	var err error
+	f := h.file()
+	read := f.ReadAt
 	if trying(ctx) {
-		n, err = h.file().TryReadAt(bg(ctx), dest, off)
-		if errors.Is(err, client.ErrWouldBlock) {
-			return nil, syscall.EAGAIN
-		}
-	} else {
-		n, err = h.file().ReadAt(bg(ctx), dest, off)
+		read = f.TryReadAt
 	}
+	n, err := read(bg(ctx), dest, off)
 	if err != nil && n == 0 && !isEOF(err) {
 		return nil, h.fsys.errno("read", err)
 	}
@@ -185,16 +180,12 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 // they fill, the rest at flush. A request tried inline (trying) answers
 // EAGAIN where it would wait.
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	var n int
-	var err error
+	f := h.file()
+	write := f.WriteAtFor
 	if trying(ctx) {
-		n, err = h.file().TryWriteAtFor(bg(ctx), h.mark, data, off)
-		if errors.Is(err, client.ErrWouldBlock) {
-			return 0, syscall.EAGAIN
-		}
-	} else {
-		n, err = h.file().WriteAtFor(bg(ctx), h.mark, data, off)
+		write = f.TryWriteAtFor
 	}
+	n, err := write(bg(ctx), h.mark, data, off)
 	if err != nil {
 		return uint32(n), h.fsys.errno("write", err)
 	}

@@ -15,21 +15,28 @@ import (
 	"poolfs/internal/fuseuring"
 )
 
-// TestURingTransport: with io_uring requested on a kernel that has it, the
-// mount serves over it, and processes on every CPU (each CPU has its own
-// queue) write, read back byte for byte, create and remove through it.
-func TestURingTransport(t *testing.T) {
+// uringMount mounts a new cluster over io_uring, or skips the test where
+// this run covers /dev/fuse or the kernel has no FUSE over io_uring.
+func uringMount(t *testing.T) (string, *Server) {
+	t.Helper()
 	if !testURing() {
 		t.Skip("POOLFS_TEST_URING=0: this run covers /dev/fuse")
 	}
 	if err := fuseuring.Enable(); err != nil {
 		t.Skipf("no FUSE over io_uring here: %v", err)
 	}
-	c := startCluster(t, cluster0())
-	dir, srv := mountSrv(t, c)
+	dir, srv := mountSrv(t, startCluster(t, cluster0()))
 	if !srv.URing() {
 		t.Fatal("mounted with URing on a kernel that allows it, but requests come over /dev/fuse")
 	}
+	return dir, srv
+}
+
+// TestURingTransport: with io_uring requested on a kernel that has it, the
+// mount serves over it, and processes on every CPU (each CPU has its own
+// queue) write, read back byte for byte, create and remove through it.
+func TestURingTransport(t *testing.T) {
+	dir, _ := uringMount(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*runtime.NumCPU())
 	for cpu := 0; cpu < runtime.NumCPU(); cpu++ {
@@ -103,17 +110,7 @@ func churn(dir string) error {
 // of them) and to goroutines when they would (the first reads of a
 // stripe); either way every byte comes back as written.
 func TestURingSmallRequests(t *testing.T) {
-	if !testURing() {
-		t.Skip("POOLFS_TEST_URING=0: this run covers /dev/fuse")
-	}
-	if err := fuseuring.Enable(); err != nil {
-		t.Skipf("no FUSE over io_uring here: %v", err)
-	}
-	c := startCluster(t, cluster0())
-	dir, srv := mountSrv(t, c)
-	if !srv.URing() {
-		t.Fatal("mounted with URing on a kernel that allows it, but requests come over /dev/fuse")
-	}
+	dir, srv := uringMount(t)
 	const bs = 4096
 	data := make([]byte, 6<<20+bs/2)
 	rand.Read(data)
