@@ -2,7 +2,7 @@
 # Installs what poolfs needs on a Debian machine, only what is missing:
 #   run:   fuse3 (for `poolfs mount`)
 #   test:  + PostgreSQL server (the metadata engine suite), fio (benchmarks)
-# Go itself must be on the machine (1.24 or newer).
+# Go itself must be on the machine, at least the version go.mod names.
 set -euo pipefail
 want=(fuse3)
 if [ "${1:-}" = "test" ] || [ "${1:-}" = "bench" ]; then
@@ -19,4 +19,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-command -v go >/dev/null || { echo "poolfs needs Go (https://go.dev/dl)"; exit 1; }
+command -v go >/dev/null || { echo "poolfs needs Go (https://go.dev/dl)" >&2; exit 1; }
+want_go=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$(dirname "$0")/../go.mod")
+have_go=$(go env GOVERSION | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$want_go" "$have_go" | sort -V | head -n1)" != "$want_go" ]; then
+  echo "poolfs needs Go $want_go or newer (go.mod); this machine has $have_go" >&2
+  exit 1
+fi
