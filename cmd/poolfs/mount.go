@@ -54,6 +54,8 @@ func (f *mountFlags) options() fusefs.Options {
 
 func mountCmd(g *globals) *cobra.Command {
 	var mf mountFlags
+	var background bool
+	var logPath string
 	cmd := &cobra.Command{
 		Use:   "mount MOUNTPOINT",
 		Short: "Mount the file system with FUSE until Ctrl-C, SIGTERM or umount",
@@ -62,8 +64,12 @@ of mounts of one cluster see one file system, with close-to-open consistency.
 Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPOINT.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if background && !isMountChild() {
+				return mountInBackground(args[0], logPath)
+			}
 			conn, err := g.connect(cmd.Context())
 			if err != nil {
+				notifyMountStarted(err)
 				return err
 			}
 			defer conn.Close()
@@ -71,6 +77,8 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 		},
 	}
 	mf.add(cmd)
+	cmd.Flags().BoolVar(&background, "background", false, "detach: return once the file system is mounted, keep serving it in a background process (umount MOUNTPOINT stops it)")
+	cmd.Flags().StringVar(&logPath, "log", "", "with --background: append the mount's messages to this file (default: discard)")
 	return cmd
 }
 
@@ -79,9 +87,11 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Options) error {
 	srv, err := fusefs.Mount(dir, c, o)
 	if err != nil {
+		notifyMountStarted(err)
 		return err
 	}
 	announceMount(fmt.Sprintf("poolfs mounted on %s (Ctrl-C or umount %s to stop)", dir, dir), srv)
+	notifyMountStarted(nil)
 	done := make(chan struct{})
 	go func() {
 		srv.Wait()
