@@ -126,8 +126,8 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 	if !mf.cmd.Flags().Changed("uring") {
 		// Metadata in process (SQLite) answers in microseconds, fit for
 		// the queue's thread; PostgreSQL's round trips are not: they
-		// hold up the CPU's other requests (BENCHMARKS.md: two processes
-		// made 272 creates/s over io_uring, 842 over /dev/fuse).
+		// hold up every other request of the CPU's queue while they
+		// wait.
 		mf.uring = os.Geteuid() == 0 && c.Config.Meta == ""
 	}
 	srv, err := fusefs.Mount(dir, cl, mf.options())

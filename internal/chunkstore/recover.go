@@ -11,7 +11,7 @@ import (
 
 // recover removes temp files left by a crash and recomputes usage. The 256
 // fanout directories are scanned by parallel workers (readdir + stat per
-// file): about 0.5 s for 100k fragments on ext4 here.
+// file); `go test -bench Open ./internal/chunkstore/` measures it.
 func (d *fileDrive) recover() error {
 	const workers = 8
 	type result struct {

@@ -19,8 +19,8 @@ import (
 // of page cache. Dropped pages return to the allocator while they are
 // still warm and the next readahead reuses them. On virtual machines that
 // hand freed memory back to their host (free page reporting), fresh pages
-// cost a host fault each, and the copy of READ replies into them was the
-// largest cost of a sequential read (BENCHMARKS.md, session 4).
+// cost a host fault each, so reusing warm pages saves a fault per page of a
+// sequential read.
 //
 // Only reads that stay within [dropped, end+dropBehindKeep] count as
 // sequential; the first read outside (a reader going back before the

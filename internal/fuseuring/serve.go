@@ -84,9 +84,9 @@ type Options struct {
 	// an EAGAIN sends the request to a goroutine and the ordinary server,
 	// as every READ and WRITE goes without Try. Handing a request to a
 	// goroutine costs two wake-ups of another thread (the goroutine's,
-	// then this thread's to submit the reply): 4 KiB O_DIRECT reads ran
-	// 41 MB/s that way (100 µs a request) and 165 MB/s (25 µs) tried
-	// inline (bench/smallio.sh, BENCHMARKS.md session 8).
+	// then this thread's to submit the reply), which on a VM whose idle
+	// CPUs halt is most of a small request's cost (bench/smallio.sh
+	// measures it).
 	Try *fuse.ProtocolServer
 	// InlineMax is the largest READ or WRITE tried inline (default 128
 	// KiB). Larger ones go to goroutines: their copy dominates, and a

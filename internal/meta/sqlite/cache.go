@@ -10,7 +10,8 @@ const defaultCacheEntries = 1 << 17
 
 // cache holds the committed values of recently used keys, so that most
 // Gets run no SQLite statement (a read transaction costs a begin, a
-// statement and a rollback: 10-20 µs here; a map lookup well under one).
+// statement and a rollback, tens of microseconds; a map lookup well under
+// one).
 //
 // It is correct because this engine is the database's only writer: Open
 // takes an exclusive lock on the file, and every write goes through the
