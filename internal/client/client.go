@@ -79,9 +79,8 @@ type Options struct {
 	// units). The window starts at 4 stripes once a stream is seen and
 	// doubles with every read that continues it, as the kernel's and
 	// Lustre's readahead ramp up, so a short sequential read does not
-	// pull in the whole window. On the disk of BENCHMARKS.md's session 8,
-	// 1 MiB O_DIRECT reads through the mount ran 1.4–1.7 GB/s with 8
-	// stripes read ahead and 2.3–2.6 with 16. A File's stripe cache holds ReadAhead+StripesInFlight
+	// pull in the whole window. Disks and virtual disks stream faster with
+	// more reads in flight, so the window is deep. A File's stripe cache holds ReadAhead+StripesInFlight
 	// stripes (k+m fragment buffers each) while it is being read.
 	ReadAhead int
 	// ReadAheadTotal bounds the stripes that all Files of the client hold
