@@ -49,9 +49,9 @@
 // Writing in place (final name, no rename) would save only a rename: a new
 // file still needs fdatasync and a directory fsync, and it would leave torn
 // fragments for the reader's CRCs to catch. Skipping the directory fsync
-// (not crash-safe) measured within noise of the shipped scheme (~10%).
-// What costs is the file creation itself: ext4 creates about 1.1-1.2 GB/s
-// of 1 MiB O_DIRECT files here against ~2.4 GB/s streamed into one file,
+// (not crash-safe) does not remove the cost either: what costs is the
+// file creation itself, slower on ext4 than streaming into one file
+// (`go test -bench Write1M ./internal/chunkstore/` compares the formats),
 // which is why the segments format exists.
 //
 // # Segments format
@@ -82,8 +82,8 @@
 // its live records and a trailer block written after the last record, the
 // preallocated rest truncated, fdatasync) and a fresh segment takes its
 // place. Close seals the active segments, so a clean Open reads one index
-// per segment: 0.27 s for 100k fragments with a cold page cache here,
-// against 2.1 s for the files format's directory scan (BenchmarkOpen).
+// per segment, several times faster than the files format's directory
+// scan (BenchmarkOpen measures both).
 //
 // The index of live fragments is in memory (key -> segment, offset, length,
 // sequence number, mtime); ListFragments and Stat read it. Writing a key
@@ -102,8 +102,7 @@
 // or uncommitted write, at the tail or between committed records (writers
 // finish out of order), is never visible. Open then seals what it scanned.
 // At most the four active segments are unsealed after a crash, so the scan
-// reads at most about 1 GiB per drive (0.33 s for 100k 8 KiB fragments
-// here, all in unsealed segments).
+// reads at most about 1 GiB per drive.
 // For a key found twice the higher sequence number wins. A segment whose
 // header block is damaged is logged and ignored, never deleted; one whose
 // header was never written (a crash while creating it) holds no record and
