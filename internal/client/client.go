@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
@@ -89,7 +90,17 @@ type Options struct {
 	// so that many files read at once do not each take a full window.
 	// Beyond it readers fill only the stripes they ask for.
 	ReadAheadTotal int
-	Logger         *slog.Logger
+	// HedgeFloor and HedgeFactor set when a fragment read is late: after
+	// max(HedgeFloor, HedgeFactor × the drives' typical high latency) the
+	// reader fetches parity beside it and decodes from the first k
+	// fragments (latency.go; defaults DefaultHedgeFloor and
+	// DefaultHedgeFactor).
+	HedgeFloor  time.Duration
+	HedgeFactor float64
+	// RepairsInFlight bounds the background read repairs running at once
+	// (default DefaultRepairsInFlight).
+	RepairsInFlight int
+	Logger          *slog.Logger
 }
 
 // WriteBehindFactor × Options.StripesInFlight is the number of stripes one
@@ -116,6 +127,9 @@ type Client struct {
 
 	small smallFiles // when writes last fetched the map (smallfile.go)
 
+	lat     *latencies    // fragment-read latency per drive (latency.go)
+	repairs chan struct{} // a token per background read repair (read_repair.go)
+
 	mu struct {
 		sync.Mutex
 		m      *clustermap.Map
@@ -135,12 +149,23 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.ReadAheadTotal <= 0 {
 		opts.ReadAheadTotal = 8 * opts.ReadAhead
 	}
+	if opts.HedgeFloor <= 0 {
+		opts.HedgeFloor = DefaultHedgeFloor
+	}
+	if opts.HedgeFactor <= 0 {
+		opts.HedgeFactor = DefaultHedgeFactor
+	}
+	if opts.RepairsInFlight <= 0 {
+		opts.RepairsInFlight = DefaultRepairsInFlight
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
 		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight),
-		ahead:       make(chan struct{}, opts.ReadAheadTotal)}
+		ahead:       make(chan struct{}, opts.ReadAheadTotal),
+		lat:         newLatencies(opts.HedgeFloor, opts.HedgeFactor),
+		repairs:     make(chan struct{}, opts.RepairsInFlight)}
 	c.mu.codecs = map[[2]int]*erasure.Codec{}
 	return c
 }

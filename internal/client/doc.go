@@ -10,10 +10,17 @@
 // for the collector: there is no write hole.
 //
 // Reading: the k data fragments of a stripe are read in parallel (the code is
-// systematic); a fragment that is missing, unreadable or fails its checksum
-// is replaced by parity, the stripe is reconstructed, and the bad fragment is
-// rewritten in place (read repair). Losing more than m fragments of a stripe
-// is reported as ErrDataLoss naming the file and the stripe.
+// systematic), with parity in their place from the start for fragments whose
+// drive the map says is down, failed or out, or that this client measures as
+// slow. A fetch that fails (missing, unreadable, bad checksum) is replaced by
+// the next parity fragment at once, and fetches later than a bound derived
+// from the drives' measured latencies (latency.go: max(HedgeFloor,
+// HedgeFactor × the median drive's high latency)) get parity fetched beside
+// them (hedged reads): the stripe is decoded from the first k verified
+// fragments and the rest are cancelled, so one late drive never holds a read.
+// Bad fragments are rewritten in the background, a bounded number at a time
+// (read repair, never within the read). Losing more than m fragments of a
+// stripe is reported as ErrDataLoss naming the file and the stripe.
 //
 // Random access (File, as the FUSE mount uses it): writes are buffered per
 // stripe; a stripe buffered whole is laid out as its data shards in a

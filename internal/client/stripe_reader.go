@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"poolfs/internal/clustermap"
@@ -14,9 +13,20 @@ import (
 )
 
 // readStripe reads the data shards of a committed stripe into b (laid out
-// for the record's shard size) and returns them. Missing, unreadable or
-// corrupt fragments are reconstructed from parity and rewritten (read
-// repair). name is used in errors.
+// for the record's shard size) and returns them. name is used in errors.
+//
+// It starts k fetches at once: the data fragments, with parity in place of
+// any whose drive the map says is down, failed or out, or that this client
+// measures as slow (latency.go). A fetch that fails is replaced by the
+// next parity fragment at once; fetches still running after the hedging
+// bound get as many parity fetches beside them. The first k verified
+// fragments are decoded and the rest cancelled, so a read never waits for
+// one late drive. Fragments that came back missing, unreadable or corrupt
+// are rewritten in the background (read repair, repairLater), not within
+// the read.
+//
+// On return no fetch writes into b any more: the buffer of a fetch still
+// running is swapped out of b for a new one and left to it.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
 	lay, err := recordLayout(lay, rec) // smallfile.go: the stripe's own scheme
 	if err != nil {
@@ -35,66 +45,202 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 	if err != nil {
 		return nil, err
 	}
-	shards := make([][]byte, width)
-	errs := make([]error, width)
-	c.fetch(ctx, m, ino, rec, b, s, shards, errs, 0, k)
-	bad := 0
-	for i := 0; i < k; i++ {
-		if errs[i] != nil {
-			bad++
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &stripeRead{c: c, m: m, ino: ino, rec: rec, b: b, s: s,
+		shards: make([][]byte, width), errs: make([]error, width), state: make([]fetchState, width),
+		results: make(chan fetchResult, width)}
+	r.plan(k, width)
+	ok, err := r.run(ctx, k)
+	r.release()
+	if err != nil {
+		return nil, fmt.Errorf("file %s stripe %d: %w", name, rec.Stripe, err)
 	}
-	if bad == 0 {
-		return shards[:k], nil
-	}
-	// Degraded: read parity and reconstruct.
-	c.fetch(ctx, m, ino, rec, b, s, shards, errs, k, width)
-	var lost []int
-	for i := range shards {
-		if errs[i] != nil {
-			shards[i] = nil
-			lost = append(lost, i)
-		}
-	}
-	if len(lost) > lay.M {
+	if ok < k {
 		return nil, fmt.Errorf("%w: file %s stripe %d: %d of %d fragments unavailable, %d+%d survives %d: %v",
-			ErrDataLoss, name, rec.Stripe, len(lost), width, lay.K, lay.M, lay.M, errors.Join(errs...))
+			ErrDataLoss, name, rec.Stripe, width-ok, width, lay.K, lay.M, lay.M, errors.Join(r.errs...))
+	}
+	complete := true
+	for i := 0; i < k; i++ {
+		complete = complete && r.state[i] == fetchOK
+	}
+	lost := r.lost()
+	if complete && len(lost) == 0 {
+		return r.shards[:k], nil
 	}
 	cd, err := c.codec(lay.K, lay.M)
 	if err != nil {
 		return nil, err
 	}
-	if err := cd.Reconstruct(shards, false); err != nil {
+	dataOnly := true
+	for i := range r.shards {
+		if r.state[i] == fetchOK {
+			continue
+		}
+		r.shards[i] = nil
+		if i < k {
+			r.shards[i] = b.shard(i, s)[:0] // reconstructed into b
+		}
+	}
+	for _, i := range lost {
+		dataOnly = dataOnly && i < k
+	}
+	if err := cd.Reconstruct(r.shards, dataOnly); err != nil {
 		return nil, fmt.Errorf("%w: file %s stripe %d: %v", ErrDataLoss, name, rec.Stripe, err)
 	}
-	c.repair(ctx, m, lay, ino, rec, shards, lost, errs)
-	return shards[:k], nil
+	c.repairLater(m, lay, ino, rec, r.shards, lost, r.errs)
+	return r.shards[:k], nil
 }
 
-// fetch reads fragments [from, to) of a stripe in parallel into b, checking
-// headers and checksums; shards[i] gets the verified shard, errs[i] the
-// reason it is unusable.
-func (c *Client) fetch(ctx context.Context, m *clustermap.Map, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, s int,
-	shards [][]byte, errs []error, from, to int) {
-	var wg sync.WaitGroup
-	for i := from; i < to; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			shards[i], errs[i] = c.fetchOne(ctx, m, ino, rec, b, s, i)
-		}(i)
+// fetchState is where one fragment of a stripeRead is.
+type fetchState uint8
+
+const (
+	fetchIdle     fetchState = iota // not asked for (yet)
+	fetchSkipped                    // its drive is known not to answer
+	fetchInFlight                   // being read
+	fetchOK                         // read and verified
+	fetchFailed                     // missing, unreadable or corrupt
+)
+
+type fetchResult struct {
+	i    int
+	data []byte
+	err  error
+}
+
+// stripeRead is the state of one readStripe. Only the goroutine running
+// readStripe touches it; fetches report through results.
+type stripeRead struct {
+	c      *Client
+	m      *clustermap.Map
+	ino    meta.Ino
+	rec    meta.StripeRec
+	b      *stripeBuf
+	s      int
+	shards [][]byte
+	errs   []error
+	state  []fetchState
+	// order is the fragments to fetch, best first: data fragments, then
+	// parity, then those of drives this client measures as slow.
+	order    []int
+	next     int // order[next] is the next fragment to start
+	inflight int
+	results  chan fetchResult
+}
+
+// plan orders the fragments and marks those whose drives are known not to
+// answer.
+func (r *stripeRead) plan(k, width int) {
+	now := time.Now()
+	var slow []int
+	for i := 0; i < width; i++ {
+		id := placement.DriveID(r.rec.Drives[i])
+		if d, err := r.m.Drive(id); err == nil && knownMissing(d.State) {
+			r.state[i] = fetchSkipped
+			r.errs[i] = fmt.Errorf("drive %v is %s at map epoch %d", id, d.State, r.m.Epoch)
+			continue
+		}
+		if r.c.lat.avoid(id, now) {
+			slow = append(slow, i)
+			continue
+		}
+		r.order = append(r.order, i)
 	}
-	wg.Wait()
+	r.order = append(r.order, slow...)
 }
 
-func (c *Client) fetchOne(ctx context.Context, m *clustermap.Map, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, s, i int) ([]byte, error) {
+// knownMissing reports whether fragments on a drive in state st are not
+// worth asking for.
+func knownMissing(st clustermap.DriveState) bool {
+	return st == clustermap.StateDown || st == clustermap.StateFailed || st == clustermap.StateOut
+}
+
+// run fetches until k fragments are verified or none is left to try and
+// returns how many were. It returns an error only if ctx ends.
+func (r *stripeRead) run(ctx context.Context, k int) (int, error) {
+	r.start(ctx, k)
+	bound := r.c.lat.bound()
+	hedge := time.NewTimer(bound)
+	defer hedge.Stop()
+	ok := 0
+	for ok < k && r.inflight > 0 {
+		select {
+		case res := <-r.results:
+			r.inflight--
+			if res.err != nil {
+				r.state[res.i], r.errs[res.i] = fetchFailed, res.err
+				r.start(ctx, 1)
+				continue
+			}
+			r.state[res.i], r.shards[res.i] = fetchOK, res.data
+			ok++
+		case <-hedge.C:
+			// Every fetch still running is late: start one more beside each.
+			r.start(ctx, r.inflight)
+			if r.next < len(r.order) {
+				hedge.Reset(bound)
+			}
+		case <-ctx.Done():
+			return ok, ctx.Err()
+		}
+	}
+	return ok, nil
+}
+
+// start starts up to n more fetches, in order.
+func (r *stripeRead) start(ctx context.Context, n int) {
+	for ; n > 0 && r.next < len(r.order); n-- {
+		i := r.order[r.next]
+		r.next++
+		r.state[i] = fetchInFlight
+		r.inflight++
+		buf := r.b.frags[i]
+		go func() {
+			t0 := time.Now()
+			data, err := r.c.fetchOne(ctx, r.m, r.ino, r.rec, buf, r.s, i)
+			if err == nil || ctx.Err() != nil {
+				// A fetch given up still tells that the drive took at least this long.
+				r.c.lat.observe(placement.DriveID(r.rec.Drives[i]), time.Since(t0))
+			}
+			r.results <- fetchResult{i: i, data: data, err: err}
+		}()
+	}
+}
+
+// release gives every fetch still running the buffer it reads into, and
+// b a new one in its place, so that b can be used and reused at once.
+func (r *stripeRead) release() {
+	for i, st := range r.state {
+		if st == fetchInFlight {
+			r.b.frags[i] = erasure.AlignedBuffer(cap(r.b.frags[i]))
+			r.state[i] = fetchIdle
+		}
+	}
+}
+
+// lost returns the fragments that a drive answered for with an error: read
+// repair rewrites them.
+func (r *stripeRead) lost() []int {
+	var lost []int
+	for i, st := range r.state {
+		if st == fetchFailed {
+			lost = append(lost, i)
+		}
+	}
+	return lost
+}
+
+// fetchOne reads fragment i of a stripe into buf and checks its header and
+// checksums; it returns the verified shard.
+func (c *Client) fetchOne(ctx context.Context, m *clustermap.Map, ino meta.Ino, rec meta.StripeRec, buf []byte, s, i int) ([]byte, error) {
 	id := placement.DriveID(rec.Drives[i])
 	key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(i)}
 	d, err := c.drives.Drive(m, id)
 	if err != nil {
 		return nil, err
 	}
-	got, err := d.ReadFragment(ctx, key, 0, -1, b.frags[i][:cap(b.frags[i])])
+	got, err := d.ReadFragment(ctx, key, 0, -1, buf[:cap(buf)])
 	if err != nil {
 		return nil, fmt.Errorf("read %v from %v: %w", key, id, err)
 	}
@@ -107,34 +253,6 @@ func (c *Client) fetchOne(ctx context.Context, m *clustermap.Map, ino meta.Ino, 
 			erasure.ErrCorrupt, id, h.Key, h.ShardSize, h.StripeLen, key, s, rec.Len)
 	}
 	return data, nil
-}
-
-// repair rewrites the fragments that were corrupt or missing on drives
-// that are still up. Failures are logged, not returned: the read already
-// succeeded, and scrub or rebuild will try again.
-func (c *Client) repair(ctx context.Context, m *clustermap.Map, lay meta.Layout, ino meta.Ino, rec meta.StripeRec,
-	shards [][]byte, lost []int, errs []error) {
-	s := int(rec.ShardSize)
-	for _, i := range lost {
-		id := placement.DriveID(rec.Drives[i])
-		if dr, err := m.Drive(id); err != nil || dr.State != clustermap.StateUp {
-			continue
-		}
-		d, err := c.drives.Drive(m, id)
-		if err != nil {
-			continue
-		}
-		key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(i)}
-		frag := erasure.AlignedBuffer(erasure.FragmentSize(s))
-		copy(frag[erasure.HeaderSize(s):], shards[i])
-		erasure.SealFragment(frag, erasure.Header{Key: key, K: lay.K, M: lay.M, Pool: lay.Pool,
-			StripeLen: rec.Len, ShardSize: uint32(s)})
-		if err := d.WriteFragment(ctx, key, frag); err != nil {
-			c.log.Warn("read repair failed", "fragment", key.String(), "drive", id.String(), "err", err)
-			continue
-		}
-		c.log.Info("read repair", "fragment", key.String(), "drive", id.String(), "cause", errs[i])
-	}
 }
 
 // deleteFragments removes the fragments of an uncommitted stripe that were

@@ -1,0 +1,162 @@
+package client
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"poolfs/internal/placement"
+)
+
+// Defaults of the hedging bound (Options.HedgeFloor, Options.HedgeFactor).
+const (
+	DefaultHedgeFloor  = 5 * time.Millisecond
+	DefaultHedgeFactor = 4.0
+)
+
+// Tuning of the latency estimates.
+const (
+	// latencyMinSamples: a drive's estimate counts among the peers once it
+	// has this many samples.
+	latencyMinSamples = 4
+	// latencyMinPeers: below this many drives with estimates the bound is
+	// latencyColdBound, so that a cold client does not hedge every read.
+	latencyMinPeers  = 3
+	latencyColdBound = 100 * time.Millisecond
+	// slowRetry: a drive the reader avoids because it is slow is still
+	// sent one read this often, so that its estimate follows it when it
+	// recovers (that read is hedged like any other).
+	slowRetry = time.Second
+)
+
+// latencies estimates how long each drive takes to return a fragment to
+// this client, so that the stripe reader can tell a late fetch from a
+// normal one. Per drive it keeps a smoothed latency and its mean deviation
+// (exponentially weighted, as TCP estimates round trips); a drive's "high"
+// latency is smoothed + 4 × deviation. The hedging bound is
+//
+//	max(floor, factor × median over drives of their high latency)
+//
+// The median, so that one slow drive does not raise the bound it is judged
+// by. A drive whose own smoothed latency is above the bound is slow: the
+// reader takes parity instead of it from the start. It is safe for
+// concurrent use.
+type latencies struct {
+	floor  time.Duration
+	factor float64
+	mu     struct {
+		sync.Mutex
+		drives map[placement.DriveID]*driveLatency
+		bound  time.Duration // cached; recomputed every boundEvery samples
+		since  int           // samples since bound was computed
+	}
+}
+
+// driveLatency is one drive's estimate, guarded by latencies.mu.
+type driveLatency struct {
+	srtt, dev time.Duration
+	n         int
+	tried     time.Time // last read let through while slow
+}
+
+const boundEvery = 16
+
+func newLatencies(floor time.Duration, factor float64) *latencies {
+	l := &latencies{floor: floor, factor: factor}
+	l.mu.drives = map[placement.DriveID]*driveLatency{}
+	l.mu.since = boundEvery // compute on first use
+	return l
+}
+
+// observe records that a fragment read of drive id took d (or was given up
+// after d: such a censored sample still says the drive is at least that
+// slow).
+func (l *latencies) observe(id placement.DriveID, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.mu.drives[id]
+	if e == nil {
+		e = &driveLatency{}
+		l.mu.drives[id] = e
+	}
+	if e.n == 0 {
+		e.srtt, e.dev = d, d/2
+	} else {
+		diff := d - e.srtt
+		if diff < 0 {
+			diff = -diff
+		}
+		e.dev += (diff - e.dev) / 4
+		e.srtt += (d - e.srtt) / 8
+	}
+	e.n++
+	l.mu.since++
+}
+
+// bound returns the time after which a fetch is late.
+func (l *latencies) bound() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.boundLocked()
+}
+
+func (l *latencies) boundLocked() time.Duration {
+	if l.mu.since < boundEvery {
+		return l.mu.bound
+	}
+	l.mu.since = 0
+	var highs []time.Duration
+	for _, e := range l.mu.drives {
+		if e.n >= latencyMinSamples {
+			highs = append(highs, e.srtt+4*e.dev)
+		}
+	}
+	if len(highs) < latencyMinPeers {
+		l.mu.bound = max(l.floor, latencyColdBound)
+		return l.mu.bound
+	}
+	slices.Sort(highs)
+	l.mu.bound = max(l.floor, time.Duration(l.factor*float64(highs[len(highs)/2])))
+	return l.mu.bound
+}
+
+// avoid reports whether a read of drive id should be replaced by parity
+// from the start: the drive's own latency is above the bound. Once per
+// slowRetry it says no anyway, so the drive is measured again.
+func (l *latencies) avoid(id placement.DriveID, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.mu.drives[id]
+	if e == nil || e.n < latencyMinSamples || e.srtt <= l.boundLocked() {
+		return false
+	}
+	if now.Sub(e.tried) >= slowRetry {
+		e.tried = now
+		return false
+	}
+	return true
+}
+
+// DriveLatency is a client's estimate of one drive's fragment-read latency.
+type DriveLatency struct {
+	Drive    placement.DriveID
+	Smoothed time.Duration
+	Samples  int
+	Slow     bool // above the hedging bound: reads go around it
+}
+
+// Latencies returns the client's estimate of each drive's fragment-read
+// latency and the bound after which a read is hedged.
+func (c *Client) Latencies() ([]DriveLatency, time.Duration) {
+	l := c.lat
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.boundLocked()
+	out := make([]DriveLatency, 0, len(l.mu.drives))
+	for id, e := range l.mu.drives {
+		out = append(out, DriveLatency{Drive: id, Smoothed: e.srtt, Samples: e.n,
+			Slow: e.n >= latencyMinSamples && e.srtt > b})
+	}
+	slices.SortFunc(out, func(a, b DriveLatency) int { return int(a.Drive) - int(b.Drive) })
+	return out, b
+}

@@ -1,0 +1,270 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+)
+
+// memDrive is an in-memory drive that counts reads and can be made to
+// block reads or writes until released (whatever their context says), or
+// to lose its fragments.
+type memDrive struct {
+	id     placement.DriveID
+	reads  atomic.Int64
+	writes atomic.Int64
+	mu     sync.Mutex
+	frags  map[erasure.FragmentKey][]byte
+	// blockReads and blockWrites, if not nil, are waited on by every read
+	// or write.
+	blockReads, blockWrites chan struct{}
+}
+
+func (d *memDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+	d.writes.Add(1)
+	if d.blockWrites != nil {
+		<-d.blockWrites
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.frags[key] = append([]byte(nil), frag...)
+	return nil
+}
+
+func (d *memDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	d.reads.Add(1)
+	if d.blockReads != nil {
+		<-d.blockReads
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.frags[key]
+	if !ok {
+		return nil, fmt.Errorf("drive %v: %v: %w", d.id, key, chunkstore.ErrNotFound)
+	}
+	return append(dst[:0], f...), nil
+}
+
+func (d *memDrive) fragment(key erasure.FragmentKey) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.frags[key]
+}
+
+func (d *memDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error { return nil }
+func (d *memDrive) ListFragments(context.Context, func(erasure.FragmentKey, int64, time.Time) error) error {
+	return nil
+}
+func (d *memDrive) Stat(context.Context) (chunkstore.Usage, error) { return chunkstore.Usage{}, nil }
+
+// memDrives resolves drive IDs to memDrives; a drive the map says is not
+// up fails at once, as mgmt.ReportingDrives makes it.
+type memDrives []*memDrive
+
+func (ds memDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	if d, err := m.Drive(id); err == nil && d.State != clustermap.StateUp {
+		ds[id].reads.Add(1) // counted as a fetch: the reader asked for it
+		return nil, fmt.Errorf("drive %v is %s: %w", id, d.State, chunkstore.ErrOffline)
+	}
+	return ds[id], nil
+}
+
+func (ds memDrives) reads() int64 {
+	var n int64
+	for _, d := range ds {
+		n += d.reads.Load()
+	}
+	return n
+}
+
+type staticMap struct{ m *clustermap.Map }
+
+func (s staticMap) Map(context.Context) (*clustermap.Map, error) { return s.m, nil }
+
+// stripeFixture is one committed 4+2 stripe on six in-memory drives.
+type stripeFixture struct {
+	c      *Client
+	m      *clustermap.Map
+	drives memDrives
+	lay    meta.Layout
+	rec    meta.StripeRec
+	data   []byte
+}
+
+const fixtureIno = meta.Ino(42)
+
+func newStripeFixture(t *testing.T, k, m int, o Options) *stripeFixture {
+	t.Helper()
+	const unit = 64 << 10
+	f := &stripeFixture{lay: meta.Layout{K: k, M: m, Unit: unit}, m: &clustermap.Map{Epoch: 1}}
+	f.data = make([]byte, k*unit-1000)
+	for i := range f.data {
+		f.data[i] = byte(rand.Uint32())
+	}
+	s := erasure.ShardSize(len(f.data), k, unit)
+	f.rec = meta.StripeRec{Stripe: 3, Gen: 5, Len: uint32(len(f.data)), ShardSize: uint32(s), K: k}
+	cd, err := erasure.NewCodec(k, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := make([][]byte, k+m)
+	for i := range shards {
+		shards[i] = make([]byte, s)
+		if i < k {
+			copy(shards[i], f.data[min(i*s, len(f.data)):])
+		}
+	}
+	if err := cd.Encode(shards); err != nil {
+		t.Fatal(err)
+	}
+	for i := range shards {
+		id := placement.DriveID(i)
+		d := &memDrive{id: id, frags: map[erasure.FragmentKey][]byte{}}
+		key := erasure.FragmentKey{Ino: uint64(fixtureIno), Stripe: f.rec.Stripe, Gen: f.rec.Gen, Index: uint8(i)}
+		frag := erasure.AlignedBuffer(erasure.FragmentSize(s))
+		copy(frag[erasure.HeaderSize(s):], shards[i])
+		erasure.SealFragment(frag, erasure.Header{Key: key, K: k, M: m, StripeLen: f.rec.Len, ShardSize: uint32(s)})
+		d.frags[key] = frag
+		f.drives = append(f.drives, d)
+		f.m.Drives = append(f.m.Drives, clustermap.Drive{ID: id, State: clustermap.StateUp})
+		f.rec.Drives = append(f.rec.Drives, uint32(id))
+	}
+	f.c = New(nil, staticMap{f.m}, f.drives, o)
+	return f
+}
+
+func (f *stripeFixture) key(i int) erasure.FragmentKey {
+	return erasure.FragmentKey{Ino: uint64(fixtureIno), Stripe: f.rec.Stripe, Gen: f.rec.Gen, Index: uint8(i)}
+}
+
+// read reads the stripe and checks its bytes.
+func (f *stripeFixture) read(ctx context.Context) error {
+	pool := f.c.bufs.get(f.lay.K+f.lay.M, int(f.lay.Unit))
+	b := pool.get()
+	defer pool.put(b)
+	shards, err := f.c.readStripe(ctx, f.lay, fixtureIno, f.rec, b, "f")
+	if err != nil {
+		return err
+	}
+	got := erasure.Join(nil, shards, f.lay.K, len(f.data))
+	if !bytes.Equal(got, f.data) {
+		return errors.New("stripe read back wrong bytes")
+	}
+	return nil
+}
+
+// readWithin runs read and fails the test if it has not returned after
+// limit: the read is waiting for something it should not wait for.
+func (f *stripeFixture) readWithin(t *testing.T, limit time.Duration, what string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f.read(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(limit):
+		t.Fatalf("the stripe read is still waiting after %v: %s", limit, what)
+	}
+}
+
+// TestReadAroundBlockedDrive: a stripe whose data fragment sits on a drive
+// that does not answer (and ignores cancellation) is read, byte for byte,
+// from the other fragments while that drive is still blocked.
+func TestReadAroundBlockedDrive(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k, m int
+		slow int // index of the fragment on the blocked drive
+	}{
+		{"4+2 data fragment", 4, 2, 1},
+		{"4+2 first fragment", 4, 2, 0},
+		{"mirror 1+2", 1, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStripeFixture(t, tc.k, tc.m, Options{})
+			blocked := f.drives[tc.slow]
+			blocked.blockReads = make(chan struct{})
+			t.Cleanup(func() { close(blocked.blockReads) })
+			f.readWithin(t, 20*time.Second, "on the blocked drive")
+			if blocked.reads.Load() == 0 {
+				t.Fatal("the blocked drive was never asked: the test proves nothing")
+			}
+			if n := blocked.writes.Load(); n != 0 {
+				t.Fatalf("a fragment that was only late was rewritten %d times", n)
+			}
+		})
+	}
+}
+
+// TestKnownMissingOneRound: a fragment known to be missing (its drive down
+// in the map) or found missing is replaced by parity at once: a read asks
+// for k fragments plus one per fragment that failed, never for all k+m.
+func TestKnownMissingOneRound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(f *stripeFixture)
+		want    int64 // fetches
+	}{
+		{"healthy", func(f *stripeFixture) {}, 4},
+		{"drive down in the map", func(f *stripeFixture) { f.m.Drives[2].State = clustermap.StateDown }, 4},
+		{"drive failed in the map", func(f *stripeFixture) { f.m.Drives[0].State = clustermap.StateFailed }, 4},
+		{"fragment missing", func(f *stripeFixture) { delete(f.drives[1].frags, f.key(1)) }, 5},
+		{"two fragments missing", func(f *stripeFixture) {
+			delete(f.drives[1].frags, f.key(1))
+			delete(f.drives[3].frags, f.key(3))
+		}, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// No hedging: the count is of the fetches for missing fragments.
+			f := newStripeFixture(t, 4, 2, Options{HedgeFloor: time.Hour})
+			tc.prepare(f)
+			if err := f.read(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.drives.reads(); got != tc.want {
+				t.Fatalf("%d fragment fetches, want %d (one round)", got, tc.want)
+			}
+			for i, d := range f.m.Drives {
+				if d.State != clustermap.StateUp && f.drives[i].reads.Load() != 0 {
+					t.Fatalf("drive %v is %s in the map and was asked", d.ID, d.State)
+				}
+			}
+		})
+	}
+}
+
+// TestReadRepairInBackground: a stripe with a lost fragment is read while
+// the rewrite of that fragment is still blocked, and the fragment is then
+// rewritten with the right bytes.
+func TestReadRepairInBackground(t *testing.T) {
+	f := newStripeFixture(t, 4, 2, Options{})
+	want := f.drives[2].fragment(f.key(2))
+	delete(f.drives[2].frags, f.key(2))
+	f.drives[2].blockWrites = make(chan struct{})
+	f.readWithin(t, 20*time.Second, "on the read repair")
+	close(f.drives[2].blockWrites)
+	deadline := time.Now().Add(20 * time.Second)
+	for f.drives[2].fragment(f.key(2)) == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the lost fragment was never rewritten")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !bytes.Equal(f.drives[2].fragment(f.key(2)), want) {
+		t.Fatal("the repaired fragment differs from the original")
+	}
+}
