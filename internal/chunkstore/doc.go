@@ -115,7 +115,11 @@
 // A failed fsync or fdatasync is sticky: every later write fails with
 // ErrFailed (after an fsync error the kernel may have dropped dirty state,
 // so a retry could falsely report durability). EIO, EROFS and ENXIO are
-// reported as ErrFailed too. A write that would exceed Options.Capacity
+// reported as ErrFailed too. So is a directory of the drive that vanished
+// under it (ENOENT where no fragment lookup expects one, a format marker
+// gone, a segment synced after its directory was removed): that too is
+// sticky, and Stat then fails with ErrFailed, so a failure detector that
+// probes with Stat sees what the failed write saw. A write that would exceed Options.Capacity
 // (or the file system's free space) fails with ErrFull before anything is
 // written; Used counts fragment bytes (not record headers or preallocated
 // space) and is recomputed exactly by Open.

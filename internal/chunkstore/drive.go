@@ -104,13 +104,33 @@ var (
 	_ Drive = (*segmentDrive)(nil)
 )
 
+// sticky is a drive's first failure that leaves it failed for good: a
+// failed fdatasync (the kernel may have dropped dirty pages, so a retry
+// could falsely report durability) or a directory of the drive gone. Once
+// set, writes and Stat fail with ErrFailed, so the failure detector's probe
+// sees what the failed write saw.
+type sticky struct{ p atomic.Pointer[error] }
+
+func (s *sticky) set(err error) { s.p.CompareAndSwap(nil, &err) }
+
+// err returns nil, or an error wrapping ErrFailed and the first failure.
+func (s *sticky) err() error {
+	if p := s.p.Load(); p != nil {
+		return fmt.Errorf("%w: earlier failure: %w", ErrFailed, *p)
+	}
+	return nil
+}
+
 // opError names the drive, the operation and the key.
 func opError(dir, op string, key erasure.FragmentKey, err error) error {
 	return fmt.Errorf("drive %s: %s fragment %v: %w", dir, op, key, err)
 }
 
 // sysError wraps a system error of op; device failures also wrap ErrFailed
-// and ENOSPC wraps ErrFull.
+// and ENOSPC wraps ErrFull. Callers handle the ENOENT they expect (a
+// fragment that is absent) before; any other ENOENT means a directory of
+// the drive vanished under it (removed, or its file system unmounted),
+// which is a drive failure too.
 func sysError(dir, op string, key erasure.FragmentKey, err error) error {
 	if errors.Is(err, unix.ENOSPC) {
 		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", dir, op, key, ErrFull, err)
@@ -118,14 +138,39 @@ func sysError(dir, op string, key erasure.FragmentKey, err error) error {
 	if isDeviceFailure(err) {
 		return fmt.Errorf("drive %s: %s fragment %v: %w: %w", dir, op, key, ErrFailed, err)
 	}
+	if damaged(err) {
+		return fmt.Errorf("drive %s: %s fragment %v: %w: drive directory damaged: %w", dir, op, key, ErrFailed, err)
+	}
 	return opError(dir, op, key, err)
+}
+
+// damaged reports whether err, met where the drive expects its directories
+// (not a fragment lookup), means part of the drive's tree is gone.
+func damaged(err error) bool { return errors.Is(err, unix.ENOENT) }
+
+// goneError returns an error wrapping ErrFailed if err is ENOENT and the
+// drive's directory has lost its format marker (deleted under a running
+// server, or its file system unmounted): the drive as a whole is gone,
+// which is a drive failure, not a missing fragment. Otherwise nil.
+func goneError(dir string, err error) error {
+	if !errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if cerr := CheckDir(dir); cerr != nil {
+		return fmt.Errorf("%w: drive directory is gone: %w", ErrFailed, cerr)
+	}
+	return nil
 }
 
 func (d *fileDrive) errorf(op string, key erasure.FragmentKey, err error) error {
 	return opError(d.dir, op, key, err)
 }
 
+// ioError is sysError; a drive whose directory is damaged stays failed.
 func (d *fileDrive) ioError(op string, key erasure.FragmentKey, err error) error {
+	if damaged(err) {
+		d.failed.set(err)
+	}
 	return sysError(d.dir, op, key, err)
 }
 
@@ -171,7 +216,18 @@ func reserve(dir string, capacity int64, used *atomic.Int64, size int64) error {
 
 // usage is a drive's Stat: capacity 0 means used bytes plus the free space
 // of the file system holding dir.
-func usage(dir string, capacity, used, frags int64) (Usage, error) {
+// A drive that failed for good (f) or whose directory is gone fails with
+// ErrFailed.
+func usage(dir string, f *sticky, capacity, used, frags int64) (Usage, error) {
+	if err := f.err(); err != nil {
+		return Usage{}, fmt.Errorf("drive %s: stat: %w", dir, err)
+	}
+	if err := CheckDir(dir); err != nil {
+		if gone := goneError(dir, err); gone != nil {
+			return Usage{}, fmt.Errorf("drive %s: stat: %w", dir, gone)
+		}
+		return Usage{}, fmt.Errorf("drive %s: stat: %w", dir, err)
+	}
 	u := Usage{Capacity: capacity, Used: used, Fragments: frags}
 	if u.Capacity == 0 {
 		var st unix.Statfs_t

@@ -31,6 +31,7 @@ type fileDrive struct {
 	tmpSeq   atomic.Uint64 // unique temp names
 	keyLocks [64]sync.Mutex
 	closed   atomic.Bool
+	failed   sticky // the drive's directory tree lost a part
 	// open opens fragment files: unix.Open, replaced in tests to emulate
 	// file systems without O_DIRECT.
 	open func(path string, flags int, mode uint32) (int, error)
@@ -118,9 +119,12 @@ func (d *fileDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, 
 	if err := checkFragLen(len(frag)); err != nil {
 		return d.errorf("write", key, err)
 	}
+	if err := d.failed.err(); err != nil {
+		return d.errorf("write", key, err)
+	}
 	size := int64(len(frag))
 	if err := d.reserve(size); err != nil {
-		return d.errorf("write", key, err)
+		return d.ioError("write", key, err) // statfs of a vanished directory: failed
 	}
 	dirIdx := fanout(key)
 	dirPath := d.fanoutPath(dirIdx)
@@ -215,6 +219,9 @@ func (d *fileDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, o
 		}
 		fd, err := d.open(path, f, 0)
 		if errors.Is(err, unix.ENOENT) {
+			if gone := goneError(d.dir, err); gone != nil {
+				return nil, d.errorf("read", key, gone)
+			}
 			return nil, d.errorf("read", key, ErrNotFound)
 		}
 		var out []byte
@@ -292,7 +299,7 @@ func (d *fileDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
-	return usage(d.dir, d.capacity, d.used.Load(), d.frags.Load())
+	return usage(d.dir, &d.failed, d.capacity, d.used.Load(), d.frags.Load())
 }
 
 // ListFragments implements Drive. Temp files of in-flight writes are

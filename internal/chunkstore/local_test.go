@@ -449,3 +449,29 @@ func TestDirSyncerGroupCommit(t *testing.T) {
 		t.Fatal("fsync error not sticky")
 	}
 }
+
+// TestRemovedDirectoryIsFailed: a drive whose directory is deleted under
+// it is a failed drive (ErrFailed from writes and Stat, for good), not a
+// drive that lost some fragments (ENOENT).
+func TestRemovedDirectoryIsFailed(t *testing.T) {
+	forEachFormat(t, func(t *testing.T, opts Options) {
+		dir := t.TempDir()
+		d := openTest(t, dir, opts)
+		for i := range 3 {
+			if err := d.WriteFragment(ctx, key(i), pattern(Align, uint64(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		for i := 3; i < 6; i++ {
+			if err := d.WriteFragment(ctx, key(i), pattern(Align, uint64(i))); !errors.Is(err, ErrFailed) {
+				t.Fatalf("write %d after the directory was removed: %v, want ErrFailed", i, err)
+			}
+		}
+		if _, err := d.Stat(ctx); !errors.Is(err, ErrFailed) {
+			t.Fatalf("stat after the directory was removed: %v, want ErrFailed", err)
+		}
+	})
+}

@@ -40,7 +40,7 @@ type segmentDrive struct {
 	seq       atomic.Uint64 // last record sequence number
 	nextID    atomic.Uint64 // last segment id
 
-	failed atomic.Pointer[error]
+	failed sticky
 	closed atomic.Bool
 	// ops is held shared by every call and exclusively by Close, which
 	// closes the segment files: no call uses a closed (or reused) fd.
@@ -100,6 +100,14 @@ func (d *segmentDrive) enter(ctx context.Context) error {
 	return nil
 }
 
+// ioError is sysError; a drive whose directory is damaged stays failed.
+func (d *segmentDrive) ioError(op string, key erasure.FragmentKey, err error) error {
+	if damaged(err) {
+		d.failed.set(err)
+	}
+	return sysError(d.dir, op, key, err)
+}
+
 // reserve accounts size bytes before writing, or fails with ErrFull.
 func (d *segmentDrive) reserve(size int64) error { return reserve(d.dir, d.capacity, &d.used, size) }
 
@@ -114,33 +122,38 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 	if err := checkFragLen(len(frag)); err != nil {
 		return opError(d.dir, "write", key, err)
 	}
-	if p := d.failed.Load(); p != nil {
-		return opError(d.dir, "write", key, fmt.Errorf("%w: earlier fsync failed: %w", ErrFailed, *p))
+	if err := d.failed.err(); err != nil {
+		return opError(d.dir, "write", key, err)
 	}
 	size := int64(len(frag))
 	if err := d.reserve(size); err != nil {
-		return opError(d.dir, "write", key, err)
+		return d.ioError("write", key, err) // statfs of a vanished directory: failed
 	}
 	r := record{key: key, length: size, mtime: time.Now().UnixNano()}
 	s, err := d.place(&r)
 	if err != nil {
 		d.used.Add(-size)
-		return sysError(d.dir, "write", key, err)
+		return d.ioError("write", key, err)
 	}
 	r.crc = saltedCRC(&s.salt, frag)
 	err = d.writeRecord(s, &r, frag)
 	if err == nil {
 		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })
 		if err != nil {
-			d.failed.CompareAndSwap(nil, &err)
+			d.failed.set(err)
 			err = fmt.Errorf("%w: fdatasync: %w", ErrFailed, err)
+		} else if cerr := CheckDir(d.dir); cerr != nil {
+			// The segment was synced, but the directory holding it is
+			// gone (removed under the server): the record is not durable.
+			d.failed.set(cerr)
+			err = fmt.Errorf("%w: drive directory is gone: %w", ErrFailed, cerr)
 		}
 	}
 	if err != nil {
 		d.used.Add(-size)
 		d.punch(s, r.off, Align+size)
 		d.release(s)
-		return sysError(d.dir, "write", key, err)
+		return d.ioError("write", key, err)
 	}
 	d.insert(s, r)
 	d.release(s)
@@ -334,7 +347,7 @@ func (d *segmentDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey
 	}
 	out, err := d.readAt(l.seg, l.off+Align+off, n, dst)
 	if err != nil {
-		return nil, sysError(d.dir, "read", key, err)
+		return nil, d.ioError("read", key, err)
 	}
 	return out, nil
 }
@@ -379,7 +392,7 @@ func (d *segmentDrive) DeleteFragment(ctx context.Context, key erasure.FragmentK
 	d.used.Add(-l.length)
 	d.frags.Add(-1)
 	if err := d.drop(l); err != nil {
-		return sysError(d.dir, "delete", key, err)
+		return d.ioError("delete", key, err)
 	}
 	return nil
 }
@@ -414,7 +427,7 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
-	return usage(d.dir, d.capacity, d.used.Load(), d.frags.Load())
+	return usage(d.dir, &d.failed, d.capacity, d.used.Load(), d.frags.Load())
 }
 
 // retire stops reservations in s; the last writer to release it seals it.

@@ -210,7 +210,13 @@ func TestSegmentsStickyFailure(t *testing.T) {
 	if err := d.WriteFragment(ctx, key(3), pattern(Align, 3)); !errors.Is(err, ErrFailed) {
 		t.Fatalf("write after a failed fdatasync: %v, want sticky ErrFailed", err)
 	}
-	checkContents(t, d, map[erasure.FragmentKey][]byte{key(1): pattern(Align, 1)})
+	// A failure detector probing with Stat sees the drive failed.
+	if _, err := d.Stat(ctx); !errors.Is(err, ErrFailed) {
+		t.Fatalf("stat after a failed fdatasync: %v, want ErrFailed", err)
+	}
+	if got, err := d.ReadFragment(ctx, key(1), 0, -1, nil); err != nil || !bytes.Equal(got, pattern(Align, 1)) {
+		t.Fatalf("fragment written before the failure: %d bytes, %v", len(got), err)
+	}
 }
 
 func TestFormatMarker(t *testing.T) {

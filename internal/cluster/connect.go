@@ -67,7 +67,9 @@ func allErrors() *rpc.ErrorTable {
 // InProcessDrives is how a client running in this process (`poolfs up
 // --mount`) reaches drives: the drives this cluster's storage server holds
 // directly, without RPC (storage.Server.InProcess), any other through
-// remote.
+// remote. As for a remote client, drives that do not answer or fail are
+// reported to the failure detector (mgmt.ReportingDrives), so a write is
+// placed again around them instead of failing.
 func (c *Cluster) InProcessDrives(remote storage.Peers) client.Drives {
-	return c.storage.InProcess(remote)
+	return mgmt.ReportingDrives(c.storage.InProcess(remote), c.Mgmt)
 }

@@ -181,10 +181,10 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	}
 }
 
-// DriveUnreachable handles a client's report that a drive did not answer:
-// the service probes the drive itself and marks it down only if it does
-// not answer the service either (a client's own network trouble changes
-// nothing). It returns once the map reflects what the probe found, so the
+// DriveUnreachable handles a client's report that a drive did not answer
+// or answered with a drive failure: the service probes the drive itself
+// and marks it down (or failed) only if the probe finds the same (a
+// client's own network trouble changes nothing). It returns once the map reflects what the probe found, so the
 // reporting client's next map fetch places new stripes around the drive.
 func (s *Service) DriveUnreachable(ctx context.Context, id placement.DriveID) error {
 	m, err := s.Map(ctx)

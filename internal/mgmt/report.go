@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -27,12 +28,14 @@ const reportTimeout = 10 * time.Second
 // detector hears of a drive that does not answer as soon as a client does:
 //
 //   - an operation that fails because the drive is unreachable (its storage
-//     server does not answer, or the drive is offline) is reported to rep,
-//     which probes the drive and marks it down, before the error returns;
-//     one report per drive is in flight at a time, the others wait for it;
-//   - that error then wraps rpc.ErrUnavailable, which the client treats as
-//     a drive gone: it fetches the new map and writes the stripe again,
-//     around the drive, so writes carry on without error;
+//     server does not answer, or the drive is offline) or failed
+//     (chunkstore.ErrFailed: I/O errors, its directory gone) is reported to
+//     rep, which probes the drive and marks it down or failed, before the
+//     error returns; one report per drive is in flight at a time, the
+//     others wait for it;
+//   - that error then wraps rpc.ErrUnavailable (or ErrFailed), which the
+//     client treats as a drive gone: it fetches the new map and writes the
+//     stripe again, around the drive, so writes carry on without error;
 //   - a drive the map already says is down is not contacted: its operations
 //     fail at once (reads reconstruct from parity instead of waiting for a
 //     server that does not answer).
@@ -62,10 +65,16 @@ func (r *reporting) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.D
 	return &reportingDrive{d: drv, id: id, r: r}, nil
 }
 
-// check reports id if err says it is unreachable and returns err marked as
-// rpc.ErrUnavailable; other errors pass unchanged.
+// check reports id if err says it is unreachable or failed. An unreachable
+// drive's error is returned marked as rpc.ErrUnavailable; other errors pass
+// unchanged (a failed drive's wrap chunkstore.ErrFailed already, which the
+// client also treats as a drive gone).
 func (r *reporting) check(id placement.DriveID, err error) error {
-	if err == nil || !unreachable(err) {
+	if err == nil {
+		return err
+	}
+	failed := errors.Is(err, chunkstore.ErrFailed)
+	if !failed && !unreachable(err) {
 		return err
 	}
 	r.mu.Lock()
@@ -85,6 +94,9 @@ func (r *reporting) check(id placement.DriveID, err error) error {
 		delete(r.mu.inflight, id)
 		r.mu.Unlock()
 		close(ch)
+	}
+	if failed {
+		return err
 	}
 	return fmt.Errorf("drive %v unreachable: %w (%w)", id, rpc.ErrUnavailable, err)
 }
