@@ -19,6 +19,9 @@
 //	<dir>/LOCK     flock(2): one process per drive
 //	<dir>/FORMAT   "files" or "segments"
 //
+// Everything a drive creates is its owner's only (directories 0700, files
+// 0600, not left to the umask): fragments are file data.
+//
 // # Files format
 //
 //	<dir>/frags/<xx>/<ino>.<stripe>.<gen>.<index> one file per fragment

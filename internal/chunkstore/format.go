@@ -74,10 +74,10 @@ func Open(dir string, opts Options) (*LocalDrive, error) {
 		log = slog.Default()
 	}
 	log = log.With("drive", dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("chunkstore: open drive %s: %w", dir, err)
 	}
-	fd, err := unix.Open(filepath.Join(dir, lockFile), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	fd, err := unix.Open(filepath.Join(dir, lockFile), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, fileMode)
 	if err != nil {
 		return nil, fmt.Errorf("chunkstore: open drive %s: %w", dir, err)
 	}
@@ -131,7 +131,7 @@ func (d *LocalDrive) readFormat(want Format) (Format, error) {
 		f = FormatFiles // a drive from before format markers
 	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(string(f)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(string(f)+"\n"), fileMode); err != nil {
 		return "", err
 	}
 	if err := fsyncPath(tmp); err != nil {

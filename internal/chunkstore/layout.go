@@ -26,6 +26,15 @@ const (
 	fanoutDirs = 256
 )
 
+// Modes of everything a drive creates: its owner's only. Fragments hold
+// the cluster's file data, so a drive readable by other local users would
+// bypass every file's permissions; and another user able to open LOCK
+// could flock it and keep the drive from opening.
+const (
+	dirMode  = 0o700
+	fileMode = 0o600
+)
+
 // stripeRun: runs of 2^stripeRun consecutive stripes of a file share a
 // fanout directory, so the file system allocates their fragments close
 // together and a sequential read of a file reads each drive mostly

@@ -59,7 +59,7 @@ func (d *fileDrive) createLayout() error {
 		return nil
 	}
 	for i := range fanoutDirs {
-		if err := os.MkdirAll(filepath.Join(root, fanoutName(i)), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, fanoutName(i)), dirMode); err != nil {
 			return err
 		}
 	}
@@ -166,7 +166,7 @@ func (d *fileDrive) writeFile(path string, frag []byte) error {
 		if direct {
 			f |= unix.O_DIRECT
 		}
-		fd, err := d.open(path, f, 0o644)
+		fd, err := d.open(path, f, fileMode)
 		if err == nil {
 			err = d.writeAndSync(fd, frag, direct)
 			if cerr := unix.Close(fd); err == nil {

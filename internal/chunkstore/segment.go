@@ -54,12 +54,12 @@ func parseSegName(name string) (uint64, bool) {
 func openSegFile(path string, flags int, direct bool) (fd int, usedDirect bool, err error) {
 	flags |= unix.O_RDWR | unix.O_CLOEXEC
 	if direct {
-		fd, err = unix.Open(path, flags|unix.O_DIRECT, 0o644)
+		fd, err = unix.Open(path, flags|unix.O_DIRECT, fileMode)
 		if err == nil || !isDirectUnsupported(err) {
 			return fd, err == nil, err
 		}
 	}
-	fd, err = unix.Open(path, flags, 0o644)
+	fd, err = unix.Open(path, flags, fileMode)
 	return fd, false, err
 }
 

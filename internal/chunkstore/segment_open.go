@@ -31,7 +31,7 @@ func openSegments(dir string, opts Options, log *slog.Logger) (*segmentDrive, er
 	d.direct.Store(opts.DirectIO)
 	d.mu.index = map[erasure.FragmentKey]loc{}
 	d.mu.segs = map[uint64]*segment{}
-	if err := os.MkdirAll(dir+"/"+segDir, 0o755); err != nil {
+	if err := os.MkdirAll(dir+"/"+segDir, dirMode); err != nil {
 		return nil, err
 	}
 	if err := fsyncPath(dir); err != nil {

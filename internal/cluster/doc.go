@@ -10,6 +10,12 @@
 //	secret         the cluster secret (0600): every RPC authenticates with it
 //	meta.db        the embedded SQLite metadata store
 //	drives/dNN     the emulated drives
+//	lock           flock(2): one `poolfs up` per directory
+//
+// All of it is its owner's only (directories 0700, files 0600, set where
+// each is made, not left to the umask; private.go): the drives hold the
+// file data and meta.db the namespace. Start removes group and other
+// permissions from a directory an older poolfs made, and logs it.
 //
 // Services started together still talk to each other only over
 // authenticated RPC on loopback, as they do when they run on different

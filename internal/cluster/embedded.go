@@ -54,7 +54,10 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := makePrivateDir(cfg.Dir); err != nil {
+		return nil, err
+	}
+	if err := tightenDir(cfg.Dir, cfg.Logger); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(cfg.Dir)
@@ -100,7 +103,7 @@ func OpenEngine(ctx context.Context, dir, url string) (meta.Engine, error) {
 }
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openPrivate(filepath.Join(dir, "lock"))
 	if err != nil {
 		return nil, err
 	}

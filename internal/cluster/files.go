@@ -44,11 +44,7 @@ func writeInfo(dir string, in Info) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "cluster.json.tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, "cluster.json"))
+	return writePrivate(filepath.Join(dir, "cluster.json"), append(b, '\n'))
 }
 
 func readSecret(dir string) ([]byte, error) {
@@ -76,7 +72,7 @@ func loadOrCreateSecret(dir string) ([]byte, error) {
 	if _, err := os.Stat(p); err == nil {
 		return nil, fmt.Errorf("cluster: %s exists but is unreadable or malformed; refusing to replace it", p)
 	}
-	if err := os.WriteFile(p, []byte(hex.EncodeToString(s)+"\n"), 0o600); err != nil {
+	if err := writePrivate(p, []byte(hex.EncodeToString(s)+"\n")); err != nil {
 		return nil, err
 	}
 	return s, nil

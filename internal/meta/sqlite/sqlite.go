@@ -150,9 +150,11 @@ func OpenWith(path string, o Options) (*Engine, error) {
 // behind the first one's cache. The lock is a flock, which does not
 // interact with SQLite's fcntl locks; the descriptor stays open until
 // Close has closed every connection (closing a descriptor of the file
-// drops the process's fcntl locks on it).
+// drops the process's fcntl locks on it). A new file is made 0600, its
+// owner's only (the store is the whole namespace); SQLite gives the -wal
+// and -shm files the database file's mode.
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
