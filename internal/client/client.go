@@ -45,6 +45,9 @@ type Stripes interface {
 	Stripes(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
 	CommitStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit, newSize uint64, mtime int64) (meta.Attr, error)
 	PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error)
+	// DropStripes removes the committed stripes in [first, last] (a hole
+	// punched in the file; see meta.Store.DropStripes).
+	DropStripes(ctx context.Context, ino meta.Ino, first, last uint64) (meta.Attr, error)
 }
 
 // Meta is everything the client needs from the metadata service.

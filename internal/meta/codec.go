@@ -24,8 +24,9 @@ type inode struct {
 	Parent Ino // directories only; 0 otherwise
 	// clean says what the inode is known never to have had, so that
 	// destroying it needs no scan for them (an unlink of an empty file
-	// is then a few point writes). Records written before the field
-	// existed decode as 0: nothing known, everything is scanned.
+	// is then a few point writes), and whether Attr.Stored is counted.
+	// Records written before the field existed decode as 0: nothing
+	// known, everything is scanned.
 	clean uint8
 }
 
@@ -33,7 +34,14 @@ type inode struct {
 const (
 	cleanNoXattrs  = 1 << iota // no extended attribute was ever set
 	cleanNoStripes             // no stripe was ever committed
-	cleanAll       = cleanNoXattrs | cleanNoStripes
+	// storedCounted: Attr.Stored is the exact sum of the committed
+	// stripes' Len, kept by every transaction that commits or drops a
+	// stripe; the field follows the flags. Without it (files written
+	// before the count existed) Stored decodes as Size, and the first
+	// transaction that changes the file's stripes counts them (countStored).
+	storedCounted
+	cleanAll  = cleanNoXattrs | cleanNoStripes
+	cleanMask = cleanAll | storedCounted
 )
 
 type enc struct{ b []byte }
@@ -168,6 +176,9 @@ func appendInode(b []byte, n *inode) []byte {
 	if n.clean != 0 { // optional trailing field, absent when 0
 		e.uv(uint64(n.clean))
 	}
+	if n.clean&storedCounted != 0 {
+		e.uv(n.Stored)
+	}
 	return e.b
 }
 
@@ -203,9 +214,15 @@ func decodeInode(ino Ino, b []byte) (inode, error) {
 	n.Parent = Ino(d.u64())
 	n.Target = d.str(MaxTargetLen)
 	if d.err == nil && len(d.b) > 0 {
-		if n.clean = uint8(d.uv(cleanAll)); n.clean == 0 && d.err == nil {
+		if n.clean = uint8(d.uv(cleanMask)); n.clean == 0 && d.err == nil {
 			d.fail("clean flags 0 are written as none") // one encoding per inode
 		}
+	}
+	switch {
+	case n.clean&storedCounted != 0:
+		n.Stored = d.u64()
+	case n.Type == TypeFile && n.clean&cleanNoStripes == 0:
+		n.Stored = n.Size // not counted yet: as before the count existed
 	}
 	return n, d.end(fmt.Sprintf("inode %d", ino))
 }

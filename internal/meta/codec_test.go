@@ -155,7 +155,35 @@ func TestInodeCleanFlags(t *testing.T) {
 	if _, err := decodeInode(9, append(old, 0)); err == nil {
 		t.Fatal("a trailing clean field of 0 decoded")
 	}
-	if _, err := decodeInode(9, append(old, 4)); err == nil {
+	if _, err := decodeInode(9, append(old, 8)); err == nil {
 		t.Fatal("an unknown clean flag decoded")
+	}
+}
+
+// TestInodeStored: Stored follows the flags when counted; a file written
+// before the count existed reports its size (st_blocks as it was), one
+// never given a stripe 0.
+func TestInodeStored(t *testing.T) {
+	base := Attr{Ino: 9, Type: TypeFile, Mode: 0o644, Nlink: 1, Size: 10 << 30}
+	for _, c := range []struct {
+		name  string
+		clean uint8
+		set   uint64
+		want  uint64
+	}{
+		{"counted", cleanNoXattrs | storedCounted, 8 << 20, 8 << 20},
+		{"counted zero", cleanAll | storedCounted, 0, 0},
+		{"old record", 0, 0, 10 << 30},
+		{"old record without stripes", cleanNoStripes, 0, 0},
+	} {
+		a := base
+		a.Stored = c.set
+		got, err := decodeInode(9, encodeInode(&inode{Attr: a, clean: c.clean}))
+		if err != nil || got.Stored != c.want {
+			t.Errorf("%s: Stored %d, %v; want %d", c.name, got.Stored, err, c.want)
+		}
+	}
+	if _, err := decodeInode(9, append(encodeInode(&inode{Attr: base}), storedCounted)); err == nil {
+		t.Fatal("a counted record without its count decoded")
 	}
 }

@@ -125,6 +125,9 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 		n := inode{Attr: Attr{Ino: Ino(ino), Type: typ, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Nlink: 1,
 			Atime: o.now, Mtime: o.now, Ctime: o.now, Rdev: in.Rdev, Layout: p.Layout, Target: in.Target},
 			clean: cleanAll}
+		if typ == TypeFile {
+			n.clean |= storedCounted // Stored: 0
+		}
 		if typ == TypeDir {
 			n.Nlink, n.Parent = 2, parent
 			p.Nlink++

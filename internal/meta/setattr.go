@@ -5,8 +5,17 @@ import (
 	"fmt"
 )
 
+// Mode bits Setattr acts on.
+const (
+	modeSetuid    = 0o4000
+	modeSetgid    = 0o2000
+	modeGroupExec = 0o0010
+)
+
 // Setattr changes the attributes of ino selected by in.Valid and returns
-// the result; ctime always becomes now. Mode takes permission bits only.
+// the result; ctime always becomes now. Mode takes permission bits only;
+// SetKillSuidGid clears set-id bits as a write by an unprivileged caller
+// does.
 // Size applies to regular files: growing makes a hole (sparse); shrinking
 // sends every stripe that lies wholly beyond the new size to the GC queue.
 // The partial last stripe is the client's business: it rewrites that stripe
@@ -28,7 +37,10 @@ func (s *Store) Setattr(ctx context.Context, ino Ino, in SetAttr) (Attr, error) 
 			if n, err = o.file(ino); err != nil {
 				return err
 			}
-			if in.Size < n.Size {
+			// Also at the same size: stripes preallocated beyond the end
+			// (fallocate with KEEP_SIZE) go, as blocks beyond EOF do on
+			// truncate in local file systems.
+			if in.Size <= n.Size && n.clean&cleanNoStripes == 0 {
 				sb := n.Layout.StripeBytes()
 				first := in.Size / sb
 				if in.Size%sb != 0 {
@@ -45,6 +57,12 @@ func (s *Store) Setattr(ctx context.Context, ino Ino, in SetAttr) (Attr, error) 
 		}
 		if in.Valid&SetMode != 0 {
 			n.Mode = in.Mode
+		}
+		if in.Valid&SetKillSuidGid != 0 && n.Type != TypeDir {
+			n.Mode &^= modeSetuid
+			if n.Mode&modeGroupExec != 0 {
+				n.Mode &^= modeSetgid
+			}
 		}
 		if in.Valid&SetUid != 0 {
 			n.Uid = in.Uid

@@ -82,6 +82,9 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 		if err != nil {
 			return err
 		}
+		if err := o.countStored(&n); err != nil {
+			return err
+		}
 		olds := make([]storedStripe, len(commits))
 		var conflicts []uint64
 		for i, c := range commits {
@@ -121,6 +124,7 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 			}
 			u.add(rec.Pool, rec.raw())
 			grow += rec.raw()
+			n.Stored += uint64(rec.Len) - uint64(olds[i].Len) // olds[i].Len is 0 if none
 		}
 		if err := o.checkLimit(n.Layout.Pool, grow); err != nil {
 			return err
@@ -176,8 +180,28 @@ func (o *op) file(ino Ino) (inode, error) {
 	}
 }
 
+// countStored makes n.Stored exact if n predates the count: one scan of
+// its stripes, once per file, in the transaction about to change them.
+func (o *op) countStored(n *inode) error {
+	if n.clean&(storedCounted|cleanNoStripes) != 0 {
+		n.clean |= storedCounted
+		return nil
+	}
+	recs, err := o.scanStripes(n.Ino, 0, math.MaxUint64)
+	if err != nil {
+		return err
+	}
+	n.Stored = 0
+	for _, r := range recs {
+		n.Stored += uint64(r.Len)
+	}
+	n.clean |= storedCounted
+	return nil
+}
+
 // dropStripe removes stripe record r of ino (a committed generation): its
-// key, its PG index entry and its usage; its fragments go to the GC queue.
+// PG index entry and its usage; its fragments go to the GC queue. The
+// caller deletes or replaces its key.
 func (o *op) dropStripe(ino Ino, r *storedStripe, u *usageDelta) error {
 	if err := o.tx.Delete(pgKey(r.Pool, r.PG, StripeRef{ino, r.Stripe, r.Gen})); err != nil {
 		return err
@@ -188,7 +212,16 @@ func (o *op) dropStripe(ino Ino, r *storedStripe, u *usageDelta) error {
 
 // dropStripes removes every stripe of file n numbered from first on.
 func (o *op) dropStripes(n *inode, first uint64) error {
-	recs, err := o.scanStripes(n.Ino, first, math.MaxUint64)
+	return o.dropRange(n, first, math.MaxUint64)
+}
+
+// dropRange removes the stripes of file n numbered first to last and takes
+// their bytes off n.Stored (the caller stores n).
+func (o *op) dropRange(n *inode, first, last uint64) error {
+	if err := o.countStored(n); err != nil {
+		return err
+	}
+	recs, err := o.scanStripes(n.Ino, first, last)
 	if err != nil || len(recs) == 0 {
 		return err
 	}
@@ -200,8 +233,39 @@ func (o *op) dropStripes(n *inode, first uint64) error {
 		if err := o.tx.Delete(stripeKey(n.Ino, recs[i].Stripe)); err != nil {
 			return err
 		}
+		n.Stored -= min(n.Stored, uint64(recs[i].Len))
 	}
 	return u.flush(o)
+}
+
+// DropStripes removes the committed stripes of file ino numbered first to
+// last (a hole punched in it): their fragments go to the GC queue and the
+// pool usage and Stored follow; the size stays. ctime and mtime become
+// now. It returns the new attributes. Errors: ErrNotFound, ErrIsDir,
+// ErrInvalid (first > last, or not a regular file).
+func (s *Store) DropStripes(ctx context.Context, ino Ino, first, last uint64) (Attr, error) {
+	if first > last {
+		return Attr{}, fmt.Errorf("drop stripes %d..%d of %d: %w", first, last, ino, ErrInvalid)
+	}
+	var a Attr
+	err := s.update(ctx, func(o *op) error {
+		n, err := o.file(ino)
+		if err != nil {
+			return err
+		}
+		if n.clean&cleanNoStripes == 0 {
+			if err := o.dropRange(&n, first, last); err != nil {
+				return err
+			}
+		}
+		n.Mtime, n.Ctime = o.now, o.now
+		a = n.Attr
+		return o.putInode(&n)
+	})
+	if err != nil {
+		return Attr{}, fmt.Errorf("drop stripes %d..%d of %d: %w", first, last, ino, err)
+	}
+	return a, nil
 }
 
 // ReplaceStripeDrives records new fragment locations for generation gen of

@@ -75,12 +75,19 @@ func (l Layout) Width() int { return l.K + l.M }
 
 // Attr is the attributes of an inode.
 type Attr struct {
-	Ino                 Ino
-	Type                FileType
-	Mode                uint32 // permission bits incl. setuid/setgid/sticky (PermMask)
-	Uid, Gid            uint32
-	Nlink               uint32
-	Size                uint64
+	Ino      Ino
+	Type     FileType
+	Mode     uint32 // permission bits incl. setuid/setgid/sticky (PermMask)
+	Uid, Gid uint32
+	Nlink    uint32
+	Size     uint64
+	// Stored is, for a regular file, the user bytes its committed stripes
+	// hold (the sum of their Len): what st_blocks reports, so a sparse
+	// file shows the stripes written, not its size. Data bytes, not raw
+	// ones (parity and mirror copies are the pool's cost, as statfs
+	// reports usable capacity). For a file whose stripes were last
+	// changed before the count existed, Size.
+	Stored              uint64
 	Atime, Mtime, Ctime int64 // unix ns
 	Rdev                uint32
 	Layout              Layout // file: its layout; dir: default for children
@@ -187,6 +194,12 @@ const (
 	SetMtime
 	SetAtimeNow // atime = Options.Clock(); overrides SetAtime
 	SetMtimeNow // mtime = Options.Clock(); overrides SetMtime
+	// SetKillSuidGid clears S_ISUID, and S_ISGID if the group may
+	// execute, of a non-directory, after any SetMode: what a write,
+	// truncate or chown by a caller without CAP_FSETID does to a file
+	// (FUSE_HANDLE_KILLPRIV_V2). Decided on the stored mode, inside the
+	// transaction.
+	SetKillSuidGid
 )
 
 // SetAttr is the input of Store.Setattr.

@@ -14,6 +14,9 @@ import (
 // AppendAttr appends the wire encoding of a to b and returns the result.
 func AppendAttr(b []byte, a Attr) []byte {
 	n := inode{Attr: a}
+	if a.Type == TypeFile || a.Stored != 0 {
+		n.clean = storedCounted // Stored as the sender knows it
+	}
 	b = binary.AppendUvarint(b, uint64(a.Ino))
 	rec := appendInode(nil, &n)
 	b = binary.AppendUvarint(b, uint64(len(rec)))

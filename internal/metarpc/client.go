@@ -73,6 +73,12 @@ func (c *Client) CommitStripes(ctx context.Context, ino meta.Ino, commits []meta
 	return call[meta.Attr](ctx, c, "meta.CommitStripes", commitArgs{ino, commits, newSize, mtime})
 }
 
+// DropStripes removes the committed stripes in [first, last] (a punched
+// hole).
+func (c *Client) DropStripes(ctx context.Context, ino meta.Ino, first, last uint64) (meta.Attr, error) {
+	return call[meta.Attr](ctx, c, "meta.DropStripes", stripesArgs{ino, first, last})
+}
+
 // PoolUsage returns the raw bytes used by a pool and its limit.
 func (c *Client) PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error) {
 	u, err := call[usage](ctx, c, "meta.PoolUsage", poolArgs{pool})

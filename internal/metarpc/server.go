@@ -133,6 +133,9 @@ func Register(s *rpc.Server, st *meta.Store) {
 	handle(s, "meta.CommitStripes", func(ctx context.Context, a commitArgs) (meta.Attr, error) {
 		return st.CommitStripes(ctx, a.Ino, a.Commits, a.NewSize, a.Mtime)
 	})
+	handle(s, "meta.DropStripes", func(ctx context.Context, a stripesArgs) (meta.Attr, error) {
+		return st.DropStripes(ctx, a.Ino, a.First, a.Last)
+	})
 	handle(s, "meta.PoolUsage", func(ctx context.Context, a poolArgs) (usage, error) {
 		u, l, err := st.PoolUsage(ctx, a.Pool)
 		return usage{u, l}, err
