@@ -53,6 +53,10 @@ type File struct {
 		cache    *stripeCache // committed stripes read whole (sequential reads)
 		next     int64        // offset after the last read, for sequential detection
 		seqs     int          // consecutive sequential reads
+		// mtime, if not 0, is the mtime set explicitly (Setattr) since
+		// the last write: commits keep it instead of taking the time of
+		// the flush (file_attr.go).
+		mtime int64
 	}
 }
 
@@ -226,6 +230,7 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64)
 	if end := off + int64(len(p)); end > f.mu.size {
 		f.mu.size = end
 	}
+	f.mu.mtime = 0 // a write after an explicit mtime makes it "now" again
 	if err := f.wb.errSince(m); err != nil {
 		return 0, err
 	}
@@ -388,7 +393,11 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 
 // commitLocked commits stripe generations and the handle's size.
 func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit) error {
-	a, err := f.c.meta.CommitStripes(ctx, f.mu.attr.Ino, commits, uint64(f.mu.size), time.Now().UnixNano())
+	mtime := f.mu.mtime
+	if mtime == 0 {
+		mtime = time.Now().UnixNano()
+	}
+	a, err := f.c.meta.CommitStripes(ctx, f.mu.attr.Ino, commits, uint64(f.mu.size), mtime)
 	if err != nil {
 		if errors.Is(err, meta.ErrPoolFull) {
 			err = fmt.Errorf("%w: %v", ErrPoolFull, err)

@@ -161,7 +161,8 @@ func Mount(dir string, c *client.Client, o Options) (*Server, error) {
 			// Direct I/O of files that are also memory-mapped (Linux
 			// 6.6+), and a large direct request split into MaxWrite
 			// pieces that are all sent at once.
-			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ASYNC_DIO,
+			// HANDLE_KILLPRIV_V2: set-id bits are cleared here (setattr.go).
+			ExtraCapabilities: fuse.CAP_DIRECT_IO_ALLOW_MMAP | fuse.CAP_ASYNC_DIO | fuse.CAP_HANDLE_KILLPRIV_V2,
 			DirectMount:       os.Geteuid() == 0,
 			Debug:             o.Debug,
 		},

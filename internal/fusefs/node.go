@@ -91,14 +91,21 @@ func fileType(mode uint32) (meta.FileType, bool) {
 // fillAttr converts a to out, with the size of this mount's open File if
 // the inode is open here, and remembers what it reported.
 func (n *node) fillAttr(a meta.Attr, out *fuse.Attr) {
+	used := a.Size
 	if a.Type == meta.TypeFile {
+		// st_blocks: the data bytes of the stored stripes (meta.Attr.Stored),
+		// plus what this mount buffers beyond the committed size.
+		used = a.Stored
 		if sz, ok := n.fsys.openSize(a.Ino); ok {
+			if sz > a.Size {
+				used += sz - a.Size
+			}
 			a.Size = sz
 		}
 	}
 	out.Ino = uint64(a.Ino)
 	out.Size = a.Size
-	out.Blocks = (a.Size + 511) / 512
+	out.Blocks = (used + 511) / 512
 	out.Blksize = 1 << 20
 	out.Mode = fileMode(a.Type, a.Mode)
 	out.Nlink = a.Nlink

@@ -88,59 +88,6 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	return ch, h, fl, 0
 }
 
-// Setattr is chmod, chown, utimens and truncate.
-func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	ctx = bg(ctx)
-	n.dirAttr.drop()
-	defer n.dirAttr.drop()
-	if size, ok := in.GetSize(); ok {
-		if errno := n.truncate(ctx, fh, size); errno != 0 {
-			return errno
-		}
-	}
-	var sa meta.SetAttr
-	if m, ok := in.GetMode(); ok {
-		sa.Valid |= meta.SetMode
-		sa.Mode = m & meta.PermMask
-	}
-	if uid, ok := in.GetUID(); ok {
-		sa.Valid |= meta.SetUid
-		sa.Uid = uid
-	}
-	if gid, ok := in.GetGID(); ok {
-		sa.Valid |= meta.SetGid
-		sa.Gid = gid
-	}
-	if in.Valid&fuse.FATTR_ATIME != 0 {
-		if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
-			sa.Valid |= meta.SetAtimeNow
-		} else {
-			sa.Valid |= meta.SetAtime
-			sa.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec)
-		}
-	}
-	if in.Valid&fuse.FATTR_MTIME != 0 {
-		if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
-			sa.Valid |= meta.SetMtimeNow
-		} else {
-			sa.Valid |= meta.SetMtime
-			sa.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
-		}
-	}
-	var a meta.Attr
-	var err error
-	if sa.Valid != 0 {
-		a, err = n.fsys.m.Setattr(ctx, n.ino, sa)
-	} else {
-		a, err = n.fsys.m.Getattr(ctx, n.ino)
-	}
-	if err != nil {
-		return n.fsys.errno("setattr", err)
-	}
-	n.fillAttr(a, &out.Attr)
-	return 0
-}
-
 // truncate sets the size through the shared File (opening it for the
 // call if no handle has it open), which rewrites the last partial stripe.
 func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) syscall.Errno {

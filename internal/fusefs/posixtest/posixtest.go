@@ -37,7 +37,11 @@ func Run(t *testing.T, root string, o Options) {
 	}
 	old := syscall.Umask(0) // modes in the table are exact
 	defer syscall.Umask(old)
-	checks := append(append(append(append(fileChecks(), coherenceChecks()...), nsChecks()...), attrChecks()...), bigDirCheck(o.BigDir, o.Populate))
+	var checks []check
+	for _, cs := range [][]check{fileChecks(), coherenceChecks(), nsChecks(), attrChecks(), timeChecks(), setidChecks()} {
+		checks = append(checks, cs...)
+	}
+	checks = append(checks, bigDirCheck(o.BigDir, o.Populate))
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(root, c.name)
