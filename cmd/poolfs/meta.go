@@ -52,6 +52,7 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 			return srv.Serve(ln)
 		},
 	}
+	cmd.AddCommand(metaBackupCmd(g), metaRestoreCmd(g))
 	cmd.Flags().StringVar(&db, "db", "", "postgres:// URL of the shared metadata store (required)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9402", "RPC address")
 	_ = cmd.MarkFlagRequired("db")

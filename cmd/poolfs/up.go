@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,7 +60,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			c, err := cluster.Start(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				return storeAdvice(err, g.dir)
 			}
 			defer c.Close()
 			st, err := c.Mgmt.Status(cmd.Context())
@@ -92,6 +93,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&cfg.Domains, "failure-domain", "", "spread drives over failure domains, e.g. server=4,enclosure=2")
 	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
 	f.StringVar((*string)(&cfg.DriveFormat), "drive-format", "", "on-disk format of new drives: files (one file per fragment) or segments (appended to segment files; the default); existing drives keep theirs")
+	f.DurationVar(&cfg.MetaCheckInterval, "meta-check-interval", 10*time.Minute, "how often to check the metadata store's integrity while running (a failure stops fragment deletion)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
 	f.StringVar(&cfg.Layout, "layout", "declustered", "pool layout: declustered, or grouped (RAID-6 style groups of k+m drives, preservation drives as hot spares)")
 	f.StringVar(&cfg.DriveModel, "drive-model", "", "emulated drive speed: hdd-7200, hdd-10k, hdd-15k, ssd or none (kept in the map across restarts)")

@@ -43,6 +43,11 @@ type Config struct {
 	DriveFormat chunkstore.Format
 	// GCInterval is how often the fragment collector runs (default 5s).
 	GCInterval time.Duration
+	// MetaCheckInterval is how often the metadata store's integrity is
+	// checked while the cluster runs (default 10 minutes; the store is also
+	// checked when opened). A failed check raises the event meta.corrupt
+	// and stops all fragment deletion.
+	MetaCheckInterval time.Duration
 	// Layout of the pool created with the cluster: "declustered" (default)
 	// or "grouped" (RAID-6 style groups; Preservation drives are hot spares).
 	Layout string
@@ -83,6 +88,9 @@ func (c *Config) setDefaults() {
 	if c.GCInterval == 0 {
 		c.GCInterval = 5 * time.Second
 	}
+	if c.MetaCheckInterval == 0 {
+		c.MetaCheckInterval = 10 * time.Minute
+	}
 	if c.HealthInterval == 0 {
 		c.HealthInterval = time.Second
 	}
@@ -112,6 +120,9 @@ func (c *Config) Validate() error {
 	if c.Drives-c.Preservation < k+m {
 		return fmt.Errorf("cluster: preservation of %d drives leaves %d drives, fewer than the stripe width %d",
 			c.Preservation, c.Drives-c.Preservation, k+m)
+	}
+	if c.MetaCheckInterval < 0 {
+		return fmt.Errorf("cluster: metadata check interval %v", c.MetaCheckInterval)
 	}
 	if c.DriveSize < 0 {
 		return fmt.Errorf("cluster: drive size %d", c.DriveSize)

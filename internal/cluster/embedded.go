@@ -179,8 +179,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(4)
+	c.wg.Add(5)
 	go c.gcLoop(gctx)
+	go c.metaCheckLoop(gctx)
 	go func() {
 		defer c.wg.Done()
 		c.Store.ReapSessions(gctx, c.Config.GCInterval)
@@ -332,6 +333,25 @@ func (c *Cluster) gcLoop(ctx context.Context) {
 				c.log.Warn("gc", "err", err)
 			} else if rep.Fragments > 0 {
 				c.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
+			}
+		}
+	}
+}
+
+// metaCheckLoop checks the metadata store's integrity every
+// MetaCheckInterval; a failed check stops fragment deletion
+// (mgmt.Service.CheckStore).
+func (c *Cluster) metaCheckLoop(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.Config.MetaCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := c.Mgmt.CheckStore(ctx, true); err != nil && ctx.Err() == nil {
+				c.log.Error("metadata store check", "err", err)
 			}
 		}
 	}

@@ -28,6 +28,8 @@ func ErrorCodes() []any {
 		"meta.poolfull", meta.ErrPoolFull,
 		"meta.perm", meta.ErrPerm,
 		"meta.corrupt", meta.ErrCorrupt,
+		"meta.storecorrupt", meta.ErrStoreCorrupt,
+		"meta.nobackup", meta.ErrNoBackup,
 		"meta.noxattr", meta.ErrNoXattr,
 	}
 }
@@ -103,6 +105,7 @@ type usage struct{ Used, Limit uint64 }
 func Register(s *rpc.Server, st *meta.Store) {
 	registerSync(s, st)
 	registerSessions(s, st)
+	registerBackup(s, st)
 	handle(s, "meta.Create", func(ctx context.Context, a createArgs) (meta.Attr, error) {
 		return st.Create(ctx, a.Parent, a.Name, a.Type, a.Mode, a.Uid, a.Gid, a.Rdev, a.Target)
 	})

@@ -22,6 +22,11 @@
 //     references it: its generation was replaced or its file removed (the
 //     GC queue), or it was never committed and is older than the grace
 //     period (the orphan scan), so a write in flight is never collected;
+//   - a fragment is deleted only on the word of a store verified sound: the
+//     orphan scan runs after a full integrity check passed, and once any
+//     check (CheckStore, run periodically by the cluster) finds the store
+//     corrupt, every deletion stops (ErrDeletionStopped) and the event
+//     meta.corrupt is raised;
 //   - a queued fragment on a down drive is not asked for: its item stays
 //     queued (without blocking the items behind it) until the drive answers
 //     again, or is failed and holds nothing any more.

@@ -36,9 +36,23 @@ type GCReport struct {
 
 // GC runs the collector once: the queue of replaced and removed
 // generations, then (with Orphans) the scan for fragments never committed.
+// It deletes nothing once an integrity check found the store corrupt
+// (ErrDeletionStopped), and the orphan scan runs only after a full
+// integrity check of the store passed (else an error wrapping
+// meta.ErrStoreCorrupt).
 func (s *Service) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
 	start := time.Now()
 	rep := &GCReport{}
+	if err := s.deletionStopped(); err != nil {
+		return nil, err
+	}
+	if a.Orphans {
+		// The scan deletes every fragment the store does not name: a store
+		// that lost records would name too few.
+		if err := s.CheckStore(ctx, true); err != nil {
+			return nil, fmt.Errorf("gc --orphans: the metadata store must be verified sound before any fragment it does not name is deleted: %w", err)
+		}
+	}
 	m, err := s.Map(ctx)
 	if err != nil {
 		return nil, err
@@ -71,6 +85,9 @@ func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCRepo
 	// block the ones behind them.
 	stuck := 0
 	for stuck <= maxStuck {
+		if err := s.deletionStopped(); err != nil {
+			return err
+		}
 		items, err := s.store.GCList(ctx, stuck+256)
 		if err != nil || len(items) <= stuck {
 			return err
@@ -147,6 +164,9 @@ func (s *Service) scanOrphans(ctx context.Context, m *clustermap.Map, grace time
 		if err != nil {
 			rep.Errors = append(rep.Errors, err.Error())
 			continue
+		}
+		if err := s.deletionStopped(); err != nil {
+			return err
 		}
 		var orphans []erasure.FragmentKey
 		err = drv.ListFragments(ctx, func(k erasure.FragmentKey, size int64, mtime time.Time) error {

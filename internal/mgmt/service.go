@@ -36,6 +36,12 @@ type Service struct {
 		m       *clustermap.Map
 		version uint64
 	}
+	// integ.bad is the failed integrity check that stopped fragment
+	// deletion (integrity.go); nil while the store is believed sound.
+	integ struct {
+		sync.Mutex
+		bad error
+	}
 }
 
 // New returns the service over a metadata store; drives reaches the

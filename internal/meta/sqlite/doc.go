@@ -43,4 +43,21 @@
 // it must go to SQLite it checks the snapshot against what it already
 // returned (and, in the rare case they differ, runs again on SQLite
 // alone, so a View's fn may run twice, as an Update's may).
+//
+// Integrity (integrity.go). A damaged page can hide records as well as
+// garble them (a file's stripes then read as holes, and the orphan scan
+// takes live fragments for garbage), so Open runs PRAGMA integrity_check
+// before anything reads the store and refuses a corrupt one with an error
+// wrapping meta.ErrStoreCorrupt that names the problems. CheckIntegrity
+// runs quick_check or integrity_check on a read connection while the
+// engine runs (the cluster does so periodically and before an orphan
+// scan). Either check reads every page, so its cost grows with the store;
+// for poolfs's single table the full check costs little more than the
+// quick one (BenchmarkIntegrityCheck), so Open runs the full one.
+//
+// Backup and restore (backup.go). Backup writes a consistent snapshot of
+// the committed store to a new file (mode 0600) with VACUUM INTO on a read
+// connection, so writers go on meanwhile; Restore verifies a backup with
+// the full integrity check and puts it in place of a stopped engine's
+// database, keeping the replaced one aside.
 package sqlite

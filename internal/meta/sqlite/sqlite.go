@@ -133,6 +133,13 @@ func OpenWith(path string, o Options) (*Engine, error) {
 		lock.Close()
 		return nil, err
 	}
+	// A damaged page can hide records as well as garble them: refuse the
+	// store before anything reads or writes it (doc.go, "Integrity").
+	if err := checkIntegrity(context.Background(), e.ckdb, path, true); err != nil {
+		e.closeDBs()
+		lock.Close()
+		return nil, err
+	}
 	e.lock = lock
 	e.linger = o.Linger
 	switch {
@@ -192,7 +199,7 @@ func open(path string, o Options) (*Engine, error) {
 	const schema = `CREATE TABLE IF NOT EXISTS kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID`
 	if _, err := wdb.Exec(schema); err != nil {
 		wdb.Close()
-		return nil, fmt.Errorf("create kv table in %s: %w", path, err)
+		return nil, fmt.Errorf("create kv table: %w", corruptErr(path, err))
 	}
 	q.Set("_txlock", "deferred")
 	q.Set("_query_only", "1")

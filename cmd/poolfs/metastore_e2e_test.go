@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta/sqlite/sqlitetest"
+)
+
+// putFiles puts n files of varied sizes (one byte to several stripes)
+// into the running cluster in dir and returns their contents by path.
+func putFiles(t *testing.T, dir string, n int) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	src := t.TempDir()
+	run(t, "mkdir", "-c", dir, "-p", "/d0", "/d1", "/d2")
+	for i := 0; i < n; i++ {
+		size := []int{1, 5000, 70 << 10, 600<<10 + 3}[i%4]
+		p := filepath.Join(src, fmt.Sprint(i))
+		name := fmt.Sprintf("/d%d/f%d", i%3, i)
+		files[name] = writeRandom(t, p, size)
+		run(t, "put", "-c", dir, p, name)
+	}
+	return files
+}
+
+// checkFiles reads every file back through the running cluster and
+// compares it byte for byte.
+func checkFiles(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	out := t.TempDir()
+	for name, want := range files {
+		p := filepath.Join(out, strings.ReplaceAll(name, "/", "_"))
+		run(t, "get", "-c", dir, name, p)
+		if got, _ := os.ReadFile(p); !bytes.Equal(got, want) {
+			t.Fatalf("%s: read %d bytes differing from the %d written", name, len(got), len(want))
+		}
+	}
+}
+
+// fragmentsOn lists the fragment keys on the drives of a stopped cluster.
+func fragmentsOn(t *testing.T, dir string) []string {
+	t.Helper()
+	drives, _ := filepath.Glob(filepath.Join(dir, "drives", "*"))
+	var keys []string
+	for _, d := range drives {
+		ld, err := chunkstore.Open(d, chunkstore.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ld.ListFragments(context.Background(), func(k erasure.FragmentKey, _ int64, _ time.Time) error {
+			keys = append(keys, filepath.Base(d)+":"+k.String())
+			return nil
+		})
+		ld.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// inodeOf returns the inode number of path in the running cluster.
+func inodeOf(t *testing.T, dir, path string) uint64 {
+	t.Helper()
+	m := regexp.MustCompile(`inode:\s+(\d+)`).FindStringSubmatch(run(t, "stat", "-c", dir, path))
+	if m == nil {
+		t.Fatalf("no inode in stat of %s", path)
+	}
+	n, _ := strconv.ParseUint(m[1], 10, 64)
+	return n
+}
+
+// stripeKey is the metadata key prefix of a file's stripe records.
+func stripeKey(ino uint64) []byte {
+	return append([]byte{'s'}, byte(ino>>56), byte(ino>>48), byte(ino>>40), byte(ino>>32), byte(ino>>24), byte(ino>>16), byte(ino>>8), byte(ino))
+}
+
+// TestCorruptMetaStoreRefused: damaged B-tree pages of a stopped cluster's
+// meta.db (the pages holding a file's stripe records) make `up` refuse
+// with the way out, change nothing on the drives, and restoring the good
+// meta.db brings every file back byte for byte.
+func TestCorruptMetaStoreRefused(t *testing.T) {
+	dir := t.TempDir()
+	up := startUp(t, dir, "--drives", "12", "--drive-size", "1G", "--unit", "64K")
+	files := putFiles(t, dir, 60)
+	victim := inodeOf(t, dir, "/d1/f25")
+	up.stop(t)
+	db := filepath.Join(dir, "meta.db")
+	good := filepath.Join(t.TempDir(), "good.db")
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := fragmentsOn(t, dir)
+	pages, err := sqlitetest.CorruptLeafPages(db, stripeKey(victim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("damaged pages %v of meta.db", pages)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "up", "-c", dir, "--listen", "127.0.0.1:0").CombinedOutput()
+	if err == nil {
+		t.Fatalf("up on a corrupt store started:\n%s", out)
+	}
+	for _, want := range []string{"metadata store is corrupt", "meta restore", "fsck --rebuild-stripes"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("up's refusal lacks %q:\n%s", want, out)
+		}
+	}
+	t.Logf("up refused:\n%s", out)
+	if after := fragmentsOn(t, dir); !slices.Equal(before, after) {
+		t.Fatalf("fragments changed: %d before, %d after", len(before), len(after))
+	}
+
+	run(t, "meta", "restore", "-c", dir, good)
+	startUp(t, dir)
+	checkFiles(t, dir, files)
+}
