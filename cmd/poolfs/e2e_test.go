@@ -128,7 +128,7 @@ func TestCLITour(t *testing.T) {
 	if err := json.Unmarshal([]byte(run(t, "status", "-c", dir, "--json")), &status); err != nil {
 		t.Fatal(err)
 	}
-	if status.Health != "ok" || len(status.Drives) != 12 || len(status.Pools) != 1 || status.Pools[0].UsedRaw == 0 {
+	if status.Health != "healthy" || len(status.Drives) != 12 || len(status.Pools) != 1 || status.Pools[0].UsedRaw == 0 {
 		t.Fatalf("status: %+v", status)
 	}
 	human := run(t, "status", "-c", dir)

@@ -70,8 +70,11 @@ func rebuildCmd(g *globals) *cobra.Command {
 
 // printRebuild is the health/rebuild part of `poolfs status`.
 func printRebuild(w io.Writer, st *mgmt.RebuildStatus) {
-	fmt.Fprintf(w, "stripes: %d, degraded %d, critical %d, to rebalance %d, blocked %d\n",
-		st.Stripes, st.Degraded, st.Critical, st.Misplaced, st.Blocked)
+	fmt.Fprintf(w, "stripes: %d, degraded %d, critical %d, lost %d, to rebalance %d, blocked %d\n",
+		st.Stripes, st.Degraded, st.Critical, st.LostStripes, st.Misplaced, st.Blocked)
+	if st.ReadRepairs > 0 {
+		fmt.Fprintf(w, "read repairs: %d fragments found damaged or missing by readers and rewritten\n", st.ReadRepairs)
+	}
 	if st.Unavailable > 0 {
 		fmt.Fprintf(w, "on down drives: %d stripes (not rebuilt while the drive may come back", st.Unavailable)
 		if st.Waiting > 0 {
@@ -87,8 +90,11 @@ func printRebuild(w io.Writer, st *mgmt.RebuildStatus) {
 		fmt.Fprintf(w, "%s: %.1f%% (%s of %s), %s/s, ETA %s, %d/%d tasks (%d skipped: rewritten, %d failed), priority %s (%d tasks running, up to %d per drive)\n",
 			st.Kind, st.Percent(), human(st.BytesDone), human(st.Bytes), human(int64(st.Rate)), eta,
 			st.Done, st.Tasks, st.Skipped, st.Failed, st.Priority, st.Running, st.Depth)
-	} else if st.LastSeconds > 0 {
+	} else if st.LastSeconds > 0 && st.Incomplete == "" {
 		fmt.Fprintf(w, "no rebuild running; the last one took %s\n", time.Duration(st.LastSeconds*float64(time.Second)).Round(time.Millisecond))
+	}
+	if st.Incomplete != "" {
+		fmt.Fprintf(w, "REBUILD CANNOT FINISH: %s\n", st.Incomplete)
 	}
 	for _, f := range st.Lost {
 		name := f.Path

@@ -50,14 +50,24 @@ func printPools(w io.Writer, st *mgmt.Status) {
 	for _, p := range st.Pools {
 		c := p.Capacity
 		fmt.Fprintf(w, "pool %d %q: %s, %s %s, unit %s, %d PGs, %d/%d drives up, health %s\n",
-			p.ID, p.Name, p.Layout, "ec", p.Scheme, human(int64(p.Unit)), p.PGs, p.DrivesUp, p.Drives, p.Health)
+			p.ID, p.Name, p.Layout, "ec", p.Scheme, human(int64(p.Unit)), p.PGs, p.DrivesUp, p.Drives, strings.ToUpper(p.Health))
+		for _, n := range p.Notes {
+			fmt.Fprintf(w, "  ! %s\n", n)
+		}
 		pct := 0.0
 		if c.UsableRaw > 0 {
 			pct = 100 * float64(p.UsedRaw) / float64(c.UsableRaw)
 		}
-		fmt.Fprintf(w, "  capacity: raw %s, preservation %s (%d drives), usable %s; used %s (%s raw, %.1f%%)\n",
-			human(c.Raw), human(c.Preservation), p.Preservation, human(c.Usable), human(int64(p.UsedUser)),
-			human(int64(p.UsedRaw)), pct)
+		failed := ""
+		if p.FailedRaw > 0 {
+			failed = fmt.Sprintf(" (%s on failed drives not counted)", human(p.FailedRaw))
+		}
+		pres := fmt.Sprintf("preservation %s (%d drives)", human(c.Preservation), p.Preservation)
+		if c.Preservation < p.PreservationReserved {
+			pres = fmt.Sprintf("preservation left %s of %s (%d drives)", human(c.Preservation), human(p.PreservationReserved), p.Preservation)
+		}
+		fmt.Fprintf(w, "  capacity: raw %s%s, %s, usable %s; used %s (%s raw, %.1f%%)\n",
+			human(c.Raw), failed, pres, human(c.Usable), human(int64(p.UsedUser)), human(int64(p.UsedRaw)), pct)
 		fmt.Fprintf(w, "  PG balance: busiest drive %.2fx the mean; down drives are failed after %v\n", p.PGBalance,
 			time.Duration(p.DownGrace*float64(time.Second)))
 		if len(p.HotSpareFor) > 0 {

@@ -22,12 +22,16 @@ const (
 	EventDriveReplaced = "drive.replaced"
 	EventRebuildStart  = "rebuild.start"
 	EventRebuildDone   = "rebuild.done"
-	EventRebalance     = "rebalance.start"
-	EventRebalanceDone = "rebalance.done"
-	EventDataLost      = "data.lost"
-	EventPriority      = "pool.rebuild-priority"
-	EventScrubStart    = "scrub.start"
-	EventScrubDone     = "scrub.done"
+	// EventRebuildIncomplete: recovery cannot restore every stripe (too
+	// few drives, no free drive in a placement group, tasks failing, data
+	// lost); the message says why.
+	EventRebuildIncomplete = "rebuild.incomplete"
+	EventRebalance         = "rebalance.start"
+	EventRebalanceDone     = "rebalance.done"
+	EventDataLost          = "data.lost"
+	EventPriority          = "pool.rebuild-priority"
+	EventScrubStart        = "scrub.start"
+	EventScrubDone         = "scrub.done"
 )
 
 // serverDialer is the optional capability of the service's drive resolver

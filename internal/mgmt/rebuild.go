@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"sort"
@@ -19,132 +18,6 @@ import (
 	"poolfs/internal/recovery"
 	"poolfs/internal/storage"
 )
-
-// LostFile is a file that lost data: more fragments of one of its stripes
-// are gone than parity covers.
-type LostFile struct {
-	Ino     uint64   `json:"ino"`
-	Path    string   `json:"path,omitempty"`
-	Stripes []uint64 `json:"stripes"`
-}
-
-// RebuildStatus is the coordinator's view of recovery, for status and
-// `poolfs rebuild watch`.
-type RebuildStatus struct {
-	Active   bool   `json:"active"`
-	Kind     string `json:"kind,omitempty"` // rebuild or rebalance
-	Pool     uint32 `json:"pool"`
-	Epoch    uint64 `json:"epoch"`
-	Started  int64  `json:"started,omitempty"` // unix ns of the current run
-	Priority string `json:"priority"`
-	// Depth is the reconstruct tasks allowed per drive at Priority, and
-	// MaxTasks (0: none) the limit over the pool; BusyShare the largest
-	// share of a drive's time rebuild takes while clients use the drive
-	// (idle drives are taken whole at every priority).
-	Depth     int     `json:"depth"`
-	MaxTasks  int     `json:"max_tasks,omitempty"`
-	BusyShare float64 `json:"busy_share,omitempty"`
-	// Running is the number of tasks in flight.
-	Running int `json:"running"`
-	// Task counts of the current pass.
-	Tasks   int `json:"tasks"`
-	Done    int `json:"done"`
-	Skipped int `json:"skipped"` // rewritten by a client meanwhile (CAS lost)
-	Failed  int `json:"failed"`
-	// Bytes to read and write in the current pass, and done so far.
-	Bytes     int64   `json:"bytes"`
-	BytesDone int64   `json:"bytes_done"`
-	Rate      float64 `json:"rate"`    // bytes/s since the pass started
-	ETA       float64 `json:"eta_sec"` // seconds, 0 when unknown
-	// Stripe health at the last scan, updated as tasks finish.
-	Stripes   int        `json:"stripes"`
-	Degraded  int        `json:"degraded"`
-	Critical  int        `json:"critical"`
-	Misplaced int        `json:"misplaced"`
-	Lost      []LostFile `json:"lost,omitempty"`
-	Blocked   int        `json:"blocked"`
-	// Unavailable stripes have a fragment on a down drive (not rebuilt
-	// while it is down); Waiting ones also lost fragments and need a down
-	// drive back to be rebuilt.
-	Unavailable int `json:"unavailable,omitempty"`
-	Waiting     int `json:"waiting,omitempty"`
-	// DriveIO is the bytes each drive read or wrote for recovery since the
-	// cluster started (the declustering figure: compare busiest and mean).
-	DriveIO map[string]int64 `json:"drive_io,omitempty"`
-	// DriveReads and DriveWrites split DriveIO into the bytes read (as a
-	// source) and written (as a target).
-	DriveReads  map[string]int64 `json:"drive_reads,omitempty"`
-	DriveWrites map[string]int64 `json:"drive_writes,omitempty"`
-	// ScanSec is how long the last scan of the stripes took (it is part of
-	// every pass: the first plans, the last finds nothing left to do).
-	ScanSec float64 `json:"scan_sec,omitempty"`
-	// Last is the duration in seconds of the last finished run.
-	LastSeconds float64 `json:"last_sec,omitempty"`
-	LastError   string  `json:"last_error,omitempty"`
-}
-
-// Percent is the share of the current pass done.
-func (r *RebuildStatus) Percent() float64 {
-	if r.Bytes == 0 {
-		if r.Active {
-			return 0
-		}
-		return 100
-	}
-	return 100 * float64(r.BytesDone) / float64(r.Bytes)
-}
-
-// coordinator is the rebuild/rebalance state of a Service.
-type coordinator struct {
-	kick chan struct{}
-	mu   struct {
-		sync.Mutex
-		st       RebuildStatus
-		reported map[[2]uint64]bool // lost stripes already in the event log
-		epochs   map[uint32]string  // pool -> drive-state signature of the plan running
-	}
-}
-
-func (s *Service) coord() *coordinator {
-	s.coordOnce.Do(func() {
-		s.co = &coordinator{kick: make(chan struct{}, 1)}
-		s.co.mu.reported = map[[2]uint64]bool{}
-		s.co.mu.st.DriveIO = map[string]int64{}
-		s.co.mu.st.DriveReads = map[string]int64{}
-		s.co.mu.st.DriveWrites = map[string]int64{}
-	})
-	return s.co
-}
-
-// kickRebuild wakes the coordinator (drive states changed).
-func (s *Service) kickRebuild() {
-	select {
-	case s.coord().kick <- struct{}{}:
-	default:
-	}
-}
-
-// Rebuild returns the coordinator's status.
-func (s *Service) Rebuild() RebuildStatus {
-	co := s.coord()
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	st := co.mu.st
-	st.Lost = slices.Clone(st.Lost)
-	st.DriveIO = maps.Clone(co.mu.st.DriveIO)
-	st.DriveReads = maps.Clone(co.mu.st.DriveReads)
-	st.DriveWrites = maps.Clone(co.mu.st.DriveWrites)
-	if st.Active && st.Started != 0 {
-		el := time.Since(time.Unix(0, st.Started)).Seconds()
-		if el > 0 {
-			st.Rate = float64(st.BytesDone) / el
-		}
-		if st.Rate > 0 {
-			st.ETA = float64(st.Bytes-st.BytesDone) / st.Rate
-		}
-	}
-	return st
-}
 
 // RunCoordinator runs rebuild and rebalance until ctx ends: at start (so a
 // rebuild interrupted by a restart resumes), whenever drive states change,
@@ -167,9 +40,6 @@ func (s *Service) RunCoordinator(ctx context.Context, interval time.Duration) {
 			again, err := s.recoverOnce(ctx)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("rebuild pass", "err", err)
-				co.mu.Lock()
-				co.mu.st.LastError = err.Error()
-				co.mu.Unlock()
 				break
 			}
 			if !again {
@@ -199,14 +69,21 @@ func (s *Service) recoverOnce(ctx context.Context) (again bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	var errs []error
 	for i := range m.Pools {
-		a, err := s.recoverPool(ctx, m, &m.Pools[i])
+		pool := &m.Pools[i]
+		a, err := s.recoverPool(ctx, m, pool)
 		if err != nil {
-			return false, err
+			// One pool's trouble does not hold up the others.
+			co := s.coord()
+			co.mu.Lock()
+			co.poolLocked(pool.ID).st.LastError = err.Error()
+			co.mu.Unlock()
+			errs = append(errs, fmt.Errorf("pool %q: %w", pool.Name, err))
 		}
 		again = again || a
 	}
-	return again, nil
+	return again, errors.Join(errs...)
 }
 
 // scanWorkers is how many PGs Scan reads at once: the metadata engines
@@ -280,14 +157,19 @@ func (s *Service) scanPG(ctx context.Context, pool, pg uint32) ([]recovery.Strip
 
 // PlanInput builds the planner input of a pool at map m.
 func PlanInput(m *clustermap.Map, pool *clustermap.Pool, stripes []recovery.Stripe) (recovery.Input, error) {
-	pp, err := m.Placement(pool.ID)
+	in, err := planInput(m, pool, stripes)
 	if err != nil {
 		return recovery.Input{}, err
 	}
-	pm, err := pp.Map()
-	if err != nil {
-		return recovery.Input{}, fmt.Errorf("placement of pool %q at epoch %d: %w", pool.Name, m.Epoch, err)
-	}
+	return in, nil
+}
+
+// planInput is PlanInput that, when the pool's placement cannot be
+// computed (fewer drives up than a stripe is wide), still returns the
+// input without PG sets alongside the error: enough to classify the
+// stripes (recovery.Check) and find those lost (recovery.Make), though no
+// task has a target.
+func planInput(m *clustermap.Map, pool *clustermap.Pool, stripes []recovery.Stripe) (recovery.Input, error) {
 	up, down := map[placement.DriveID]bool{}, map[placement.DriveID]bool{}
 	for _, id := range pool.Drives {
 		if d, err := m.Drive(id); err == nil && d.State == clustermap.StateUp {
@@ -296,7 +178,37 @@ func PlanInput(m *clustermap.Map, pool *clustermap.Pool, stripes []recovery.Stri
 			down[id] = true
 		}
 	}
-	return recovery.Input{K: pool.K, M: pool.M, Sets: pm.Sets, Up: up, Down: down, Stripes: stripes}, nil
+	in := recovery.Input{K: pool.K, M: pool.M, Up: up, Down: down, Stripes: stripes}
+	pp, err := m.Placement(pool.ID)
+	if err != nil {
+		return in, err
+	}
+	pm, err := pp.Map()
+	if err != nil {
+		return in, fmt.Errorf("placement of pool %q at epoch %d: %w", pool.Name, m.Epoch, err)
+	}
+	in.Sets = pm.Sets
+	return in, nil
+}
+
+// incompleteReason says why a plan cannot restore every stripe of a pool,
+// or "" if it can; perr is the placement error of planInput.
+func incompleteReason(pool *clustermap.Pool, in recovery.Input, plan recovery.Plan, perr error) string {
+	var parts []string
+	switch {
+	case errors.Is(perr, placement.ErrNotEnoughDrives):
+		parts = append(parts, fmt.Sprintf("%d drives up, %d+%d stripes need %d: replace or add drives",
+			len(in.Up), pool.K, pool.M, pool.K+pool.M))
+	case perr != nil:
+		parts = append(parts, perr.Error())
+	case len(plan.Blocked) > 0:
+		parts = append(parts, fmt.Sprintf("%d stripes have no free drive in their placement group: replace or add a drive",
+			len(plan.Blocked)))
+	}
+	if n := len(plan.Unrecoverable); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d stripes lost more fragments than parity covers and cannot be restored", n))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool) (bool, error) {
@@ -307,23 +219,34 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 		return false, err
 	}
 	scanSec := time.Since(scanStart).Seconds()
-	in, err := PlanInput(m, pool, stripes)
-	if err != nil {
-		return false, err
+	in, perr := planInput(m, pool, stripes)
+	if perr != nil && in.Up == nil {
+		return false, perr
 	}
 	plan := recovery.Make(in)
 	h := recovery.Check(in)
-	s.reportLost(ctx, plan.Unrecoverable)
+	s.reportLost(ctx, pool.ID, plan.Unrecoverable)
+	reason := incompleteReason(pool, in, plan, perr)
 	co.mu.Lock()
-	st := &co.mu.st
-	st.Pool, st.Epoch, st.Stripes, st.ScanSec = pool.ID, m.Epoch, h.Stripes, scanSec
+	pr := co.poolLocked(pool.ID)
+	pr.sig = stateSig(m, pool)
+	st := &pr.st
+	st.PoolName, st.Epoch, st.Stripes, st.ScanSec = pool.Name, m.Epoch, h.Stripes, scanSec
 	st.Degraded, st.Critical, st.Misplaced, st.Blocked = h.Degraded, h.Critical, h.Misplaced, len(plan.Blocked)
-	st.Unavailable, st.Waiting = h.Unavailable, len(plan.Waiting)
+	st.Unavailable, st.Waiting, st.LostStripes = h.Unavailable, len(plan.Waiting), len(plan.Unrecoverable)
+	st.Incomplete, st.LastError = reason, ""
 	wasActive := st.Active
+	announce := reason != "" && reason != pr.announced && !wasActive && len(plan.Tasks) == 0
+	if announce || reason == "" {
+		pr.announced = reason
+	}
 	co.mu.Unlock()
 	if len(plan.Tasks) == 0 {
-		if wasActive {
-			s.finishRun(ctx)
+		switch {
+		case wasActive:
+			s.finishRun(ctx, pool, reason)
+		case announce:
+			s.event(ctx, EventRebuildIncomplete, "pool/"+pool.Name, fmt.Sprintf("epoch %d: not every stripe can be restored: %s", m.Epoch, reason), 0)
 		}
 		return false, nil
 	}
@@ -343,6 +266,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	co.mu.Lock()
 	if !st.Active {
 		st.Active, st.Kind, st.Started = true, kind, time.Now().UnixNano()
+		st.Priority, st.Depth, st.MaxTasks, st.BusyShare = "", 0, 0, 0
 		co.mu.Unlock()
 		ev := EventRebuildStart
 		if kind == "rebalance" {
@@ -361,6 +285,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sig := stateSig(m, pool)
+	changed := false
 	go func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
@@ -372,6 +297,9 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 				if m2, err := s.Map(runCtx); err == nil {
 					if p2, err := m2.Pool(pool.ID); err == nil && stateSig(m2, p2) != sig {
 						s.log.Info("drive states changed during a rebuild: planning again", "epoch", m2.Epoch)
+						co.mu.Lock()
+						changed = true
+						co.mu.Unlock()
 						cancel()
 						return
 					}
@@ -388,15 +316,16 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 		}
 		pol := clustermap.RebuildPolicyAt(lvl, len(in.Up), pool.K)
 		co.mu.Lock()
-		st := &co.mu.st
+		st := &co.poolLocked(pool.ID).st
 		st.Priority, st.Depth, st.MaxTasks, st.BusyShare = clustermap.Priorities[lvl], pol.Depth, pol.MaxTasks, pol.BusyShare
 		co.mu.Unlock()
 		return recovery.Limits{Depth: pol.Depth, Max: pol.MaxTasks}
 	}
 	do := func(ctx context.Context, t *recovery.Task) error {
 		co.mu.Lock()
-		co.mu.st.Running++
-		share := co.mu.st.BusyShare
+		st := &co.poolLocked(pool.ID).st
+		st.Running++
+		share := st.BusyShare
 		co.mu.Unlock()
 		return s.runTask(ctx, m, pool, in, recByKey[[2]uint64{t.Stripe.Ino, t.Stripe.Stripe}], t, share)
 	}
@@ -405,7 +334,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 		fs := int64(erasure.FragmentSize(int(r.ShardSize)))
 		co.mu.Lock()
 		defer co.mu.Unlock()
-		st := &co.mu.st
+		st, io := &co.poolLocked(pool.ID).st, &co.mu.io
 		st.Running--
 		st.BytesDone += int64(len(t.Sources)+len(t.Targets)) * fs
 		switch {
@@ -418,12 +347,12 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 		default:
 			st.Done++
 			for _, src := range t.Sources {
-				st.DriveIO[src.Drive.String()] += fs
-				st.DriveReads[src.Drive.String()] += fs
+				io.DriveIO[src.Drive.String()] += fs
+				io.DriveReads[src.Drive.String()] += fs
 			}
 			for _, d := range t.Targets {
-				st.DriveIO[d.String()] += fs
-				st.DriveWrites[d.String()] += fs
+				io.DriveIO[d.String()] += fs
+				io.DriveWrites[d.String()] += fs
 			}
 		}
 		switch {
@@ -437,6 +366,24 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	}
 	if err := recovery.Run(runCtx, plan.Tasks, limits, do, done); err != nil && ctx.Err() != nil {
 		return false, ctx.Err()
+	}
+	// A pass in which every task failed would fail the same way at once:
+	// the run ends, incomplete, and is tried again at the next interval or
+	// drive state change.
+	co.mu.Lock()
+	stuck := !changed && st.Failed > 0 && st.Done+st.Skipped == 0
+	if stuck {
+		why := fmt.Sprintf("%d of %d tasks failed, the last with: %s", st.Failed, st.Tasks, st.LastError)
+		if reason != "" {
+			why = reason + "; " + why
+		}
+		st.Incomplete = why
+	}
+	why := st.Incomplete
+	co.mu.Unlock()
+	if stuck {
+		s.finishRun(ctx, pool, why)
+		return false, nil
 	}
 	return true, nil
 }
@@ -481,41 +428,70 @@ func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clusterm
 	return s.store.ReplaceStripeDrives(ctx, meta.Ino(t.Stripe.Ino), t.Stripe.Stripe, t.Stripe.Gen, drives)
 }
 
-func (s *Service) finishRun(ctx context.Context) {
+// finishRun ends the run of a pool: done, or incomplete with the reason
+// why not every stripe could be restored.
+func (s *Service) finishRun(ctx context.Context, pool *clustermap.Pool, incomplete string) {
 	co := s.coord()
 	co.mu.Lock()
-	st := &co.mu.st
+	pr := co.poolLocked(pool.ID)
+	st := &pr.st
 	dur := time.Since(time.Unix(0, st.Started))
 	kind := st.Kind
 	st.Active, st.LastSeconds = false, dur.Seconds()
-	st.Bytes, st.BytesDone = 0, 0
+	st.Bytes, st.BytesDone, st.Running = 0, 0, 0
+	pr.announced = incomplete
 	co.mu.Unlock()
-	ev := EventRebuildDone
-	if kind == "rebalance" {
+	ev, msg := EventRebuildDone, fmt.Sprintf("%s finished in %s", kind, dur.Round(time.Millisecond))
+	switch {
+	case incomplete != "":
+		ev, msg = EventRebuildIncomplete, fmt.Sprintf("%s ended after %s without restoring every stripe: %s", kind, dur.Round(time.Millisecond), incomplete)
+	case kind == "rebalance":
 		ev = EventRebalanceDone
 	}
-	s.event(ctx, ev, fmt.Sprintf("pool/%d", st.Pool), fmt.Sprintf("%s finished in %s", kind, dur.Round(time.Millisecond)), dur)
+	s.event(ctx, ev, "pool/"+pool.Name, msg, dur)
 }
 
-// reportLost logs, once per stripe, the files that lost data.
-func (s *Service) reportLost(ctx context.Context, lost []recovery.Stripe) {
+// reportLost sets the lost files of a pool to those of the stripes lost
+// at this scan (a file removed since the last one leaves the list) and
+// logs, once per stripe, those newly lost.
+func (s *Service) reportLost(ctx context.Context, poolID uint32, lost []recovery.Stripe) {
 	co := s.coord()
-	byIno := map[uint64][]uint64{}
+	all, fresh := map[uint64][]uint64{}, map[uint64][]uint64{}
+	reported := map[[2]uint64]bool{}
 	co.mu.Lock()
+	pr := co.poolLocked(poolID)
 	for _, st := range lost {
 		k := [2]uint64{st.Ino, st.Stripe}
-		if !co.mu.reported[k] {
-			co.mu.reported[k] = true
-			byIno[st.Ino] = append(byIno[st.Ino], st.Stripe)
+		all[st.Ino] = append(all[st.Ino], st.Stripe)
+		if !pr.reported[k] {
+			fresh[st.Ino] = append(fresh[st.Ino], st.Stripe)
 		}
+		reported[k] = true
+	}
+	pr.reported = reported
+	paths := map[uint64]string{}
+	for _, f := range pr.st.Lost {
+		paths[f.Ino] = f.Path
 	}
 	co.mu.Unlock()
-	if len(byIno) == 0 {
-		return
+	if len(fresh) > 0 {
+		for _, f := range s.lostFileEvents(ctx, fresh, "inode %d lost stripes %v: more fragments gone than parity covers") {
+			if paths[f.Ino] == "" {
+				paths[f.Ino] = f.Path
+			}
+		}
 	}
-	files := s.lostFileEvents(ctx, byIno, "inode %d lost stripes %v: more fragments gone than parity covers")
+	files := make([]LostFile, 0, len(all))
+	for ino, ss := range all {
+		slices.Sort(ss)
+		files = append(files, LostFile{Ino: ino, Path: paths[ino], Stripes: ss})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Ino < files[j].Ino })
+	if len(files) == 0 {
+		files = nil
+	}
 	co.mu.Lock()
-	co.mu.st.Lost = append(co.mu.st.Lost, files...)
+	pr.st.Lost = files
 	co.mu.Unlock()
 }
 

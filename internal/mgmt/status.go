@@ -9,13 +9,6 @@ import (
 	"poolfs/internal/placement"
 )
 
-// Health of a pool or cluster.
-const (
-	HealthOK       = "ok"       // every drive up
-	HealthDegraded = "degraded" // some drives not up; every stripe still readable
-	HealthCritical = "critical" // as many drives lost as parity covers: one more loses data
-)
-
 // DriveStatus is one drive in the status report.
 type DriveStatus struct {
 	ID        string                `json:"id"`
@@ -34,19 +27,28 @@ type DriveStatus struct {
 
 // PoolStatus is one pool in the status report.
 type PoolStatus struct {
-	ID           uint32              `json:"id"`
-	Name         string              `json:"name"`
-	Scheme       string              `json:"scheme"`
-	Layout       string              `json:"layout"`
-	Unit         uint32              `json:"unit"`
-	PGs          int                 `json:"pgs"`
-	Drives       int                 `json:"drives"`
-	DrivesUp     int                 `json:"drives_up"`
-	Preservation int                 `json:"preservation_drives"`
-	Health       string              `json:"health"`
-	Capacity     clustermap.Capacity `json:"capacity"`
-	UsedRaw      uint64              `json:"used_raw"`  // raw bytes of committed stripes
-	UsedUser     uint64              `json:"used_user"` // the user bytes they hold (approx.)
+	ID           uint32 `json:"id"`
+	Name         string `json:"name"`
+	Scheme       string `json:"scheme"`
+	Layout       string `json:"layout"`
+	Unit         uint32 `json:"unit"`
+	PGs          int    `json:"pgs"`
+	Drives       int    `json:"drives"` // in the pool, replaced ones not counted
+	DrivesUp     int    `json:"drives_up"`
+	Preservation int    `json:"preservation_drives"`
+	// Health is the redundancy of the pool's data (see Assess), and Notes
+	// the lines that explain it and say what to do, most urgent first.
+	Health string   `json:"health"`
+	Notes  []string `json:"notes,omitempty"`
+	// Capacity counts the drives in service (up or down): Raw leaves out
+	// failed drives (FailedRaw), and Preservation is the rebuild capacity
+	// left, which rebuilds consume. UsableRaw and Usable are what the pool
+	// promises its data.
+	Capacity             clustermap.Capacity `json:"capacity"`
+	FailedRaw            int64               `json:"failed_raw,omitempty"`
+	PreservationReserved int64               `json:"preservation_reserved"`
+	UsedRaw              uint64              `json:"used_raw"`  // raw bytes of committed stripes
+	UsedUser             uint64              `json:"used_user"` // the user bytes they hold (approx.)
 	// PGBalance is the busiest drive's PG slots over the mean (1.00 is perfect).
 	PGBalance float64 `json:"pg_balance"`
 	// DownGrace is how long a drive may stay down before it is declared
@@ -69,38 +71,38 @@ type Status struct {
 	Rebuild RebuildStatus `json:"rebuild"`
 }
 
-// Status gathers the cluster status: the map, the pools' capacity and
-// usage, and every drive's fill as its storage server reports it.
+// Status gathers the cluster status: the map, every drive's fill as its
+// storage server reports it, and each pool's capacity, usage and health
+// (Assess, from the coordinator's last scan of its stripes).
 func (s *Service) Status(ctx context.Context) (*Status, error) {
 	m, err := s.Map(ctx)
 	if err != nil {
 		return nil, err
 	}
 	st := &Status{Name: m.Name, Epoch: m.Epoch, Health: HealthOK, Rebuild: s.Rebuild()}
-	slots := map[placement.DriveID]int{}
-	for _, p := range m.Pools {
-		ps, err := s.poolStatus(ctx, m, p, slots)
-		if err != nil {
-			return nil, err
-		}
-		st.Pools = append(st.Pools, ps)
-		st.Health = worse(st.Health, ps.Health)
-	}
-	st.Drives = make([]DriveStatus, len(m.Drives))
-	var wg sync.WaitGroup
 	now := time.Now()
-	for i, d := range m.Drives {
-		st.Drives[i] = DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State,
-			Capacity: d.Capacity, PGSlots: slots[d.ID]}
+	var inMap []*clustermap.Drive
+	for i := range m.Drives {
+		if d := &m.Drives[i]; d.State != clustermap.StateOut { // a replaced drive is no longer part of the cluster
+			inMap = append(inMap, d)
+			st.Drives = append(st.Drives, DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State, Capacity: d.Capacity})
+		}
+	}
+	var wg sync.WaitGroup
+	for i, d := range inMap {
+		ds := &st.Drives[i]
 		if left, down := m.GraceLeft(d.ID, now); down {
-			st.Drives[i].DownSince, st.Drives[i].GraceLeft = d.DownSince, left.Seconds()
-			st.Drives[i].Error = "not answering"
+			ds.DownSince, ds.GraceLeft = d.DownSince, left.Seconds()
+			ds.Error = "not answering"
 			continue // not asked: it does not answer
 		}
+		if d.State == clustermap.StateFailed {
+			continue // not asked: what it held is rebuilt elsewhere
+		}
 		wg.Add(1)
-		go func(ds *DriveStatus, id placement.DriveID) {
+		go func() {
 			defer wg.Done()
-			drv, err := s.drives.Drive(m, id)
+			drv, err := s.drives.Drive(m, d.ID)
 			if err == nil {
 				u, err2 := drv.Stat(ctx)
 				ds.Used, ds.Fragments, err = u.Used, u.Fragments, err2
@@ -108,43 +110,75 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 			if err != nil {
 				ds.Error = err.Error()
 			}
-		}(&st.Drives[i], d.ID)
+		}()
 	}
 	wg.Wait()
+	slots := map[placement.DriveID]int{}
+	for i := range m.Pools {
+		ps, err := s.poolStatus(ctx, m, &m.Pools[i], slots, now)
+		if err != nil {
+			return nil, err
+		}
+		st.Pools = append(st.Pools, ps)
+		st.Health = worse(st.Health, ps.Health)
+	}
+	for i, d := range inMap {
+		st.Drives[i].PGSlots = slots[d.ID]
+	}
 	return st, nil
 }
 
-func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p clustermap.Pool, slots map[placement.DriveID]int) (PoolStatus, error) {
-	ps := PoolStatus{ID: p.ID, Name: p.Name, Scheme: scheme(p), Layout: layoutName(p.Layout), Unit: p.Unit,
-		PGs: p.PGs, Drives: len(p.Drives), Preservation: p.Preservation, DownGrace: p.Grace().Seconds()}
+func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clustermap.Pool, slots map[placement.DriveID]int, now time.Time) (PoolStatus, error) {
+	ps := PoolStatus{ID: p.ID, Name: p.Name, Scheme: scheme(*p), Layout: layoutName(p.Layout), Unit: p.Unit,
+		PGs: p.PGs, Preservation: p.Preservation, DownGrace: p.Grace().Seconds()}
 	for g, sp := range p.HotSpareFor {
 		if ps.HotSpareFor == nil {
 			ps.HotSpareFor = map[string]string{}
 		}
 		ps.HotSpareFor[g.String()] = sp.String()
 	}
-	for _, id := range p.Drives {
-		if d, err := m.Drive(id); err == nil && d.State == clustermap.StateUp {
-			ps.DrivesUp++
-		}
-	}
-	lost := ps.Drives - ps.DrivesUp
-	switch {
-	case lost == 0:
-		ps.Health = HealthOK
-	case lost < p.M:
-		ps.Health = HealthDegraded
-	default:
-		ps.Health = HealthCritical
-	}
 	var err error
 	if ps.Capacity, err = m.PoolCapacity(p.ID); err != nil {
 		return ps, err
 	}
+	ps.PreservationReserved = ps.Capacity.Preservation
+	rb, sig, scanned := s.poolRebuild(p.ID)
+	in := HealthInput{M: p.M, Current: scanned && sig == stateSig(m, p),
+		Stripes: rb.Stripes, Degraded: rb.Degraded, Critical: rb.Critical, Lost: rb.LostStripes,
+		Waiting: rb.Waiting, Blocked: rb.Blocked, LostFiles: len(rb.Lost),
+		Active: rb.Active, Kind: rb.Kind, Percent: rb.Percent(), Rate: rb.Rate,
+		ETA: time.Duration(rb.ETA * float64(time.Second)), Incomplete: rb.Incomplete,
+		Preservation: ps.Capacity.Preservation}
+	for _, id := range p.Drives {
+		d, err := m.Drive(id)
+		if err != nil {
+			return ps, err
+		}
+		switch d.State {
+		case clustermap.StateOut:
+			continue
+		case clustermap.StateUp:
+			ps.DrivesUp++
+		case clustermap.StateFailed:
+			in.Failed = append(in.Failed, id.String())
+			ps.FailedRaw += d.Capacity
+		case clustermap.StateDown:
+			left, _ := m.GraceLeft(id, now)
+			in.Down = append(in.Down, DownDrive{ID: id.String(), GraceLeft: left})
+		}
+		ps.Drives++
+	}
+	// Failed drives hold nothing any more: their data is rebuilt into the
+	// preservation capacity, which shrinks by as much.
+	ps.Capacity.Raw -= ps.FailedRaw
+	in.PreservationLeft = ps.Capacity.Raw - ps.Capacity.UsableRaw
+	ps.Capacity.Preservation = max(0, in.PreservationLeft)
 	if ps.UsedRaw, _, err = s.store.PoolUsage(ctx, p.ID); err != nil {
 		return ps, err
 	}
 	ps.UsedUser = ps.UsedRaw / uint64(p.K+p.M) * uint64(p.K)
+	verdict := Assess(in)
+	ps.Health, ps.Notes = verdict.Health, verdict.Notes
 	if pp, err := m.Placement(p.ID); err == nil {
 		if pm, err := pp.Map(); err == nil {
 			for id, n := range pm.DriveLoad() {
@@ -154,14 +188,6 @@ func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p clusterma
 		}
 	}
 	return ps, nil
-}
-
-func worse(a, b string) string {
-	rank := map[string]int{HealthOK: 0, HealthDegraded: 1, HealthCritical: 2}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
 }
 
 func scheme(p clustermap.Pool) string {

@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"poolfs/internal/meta"
+	"poolfs/internal/mgmt"
+	"poolfs/internal/placement"
+	"poolfs/internal/storage"
+)
+
+// waitStatus polls the status until ok accepts it, for at most 30 s.
+func waitStatus(t *testing.T, conn *Conn, what string, ok func(*mgmt.Status) bool) *mgmt.Status {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := conn.Mgmt.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached in 30s; pools %+v; rebuild %+v", what, st.Pools, st.Rebuild)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func hasNote(p mgmt.PoolStatus, s string) bool {
+	for _, n := range p.Notes {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func eventsOf(t *testing.T, conn *Conn, kind string) []meta.Event {
+	t.Helper()
+	evs, err := conn.Mgmt.Events(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []meta.Event
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestStatusHealthFollowsTheData: health is the redundancy of the data.
+// A failed drive whose data was rebuilt leaves the pool healthy with a
+// note to replace it, and its capacity is no longer counted; one drive down
+// in an 8+2 pool is degraded, not critical; a replaced drive is no longer
+// counted among the pool's drives.
+func TestStatusHealthFollowsTheData(t *testing.T) {
+	c, conn := startRebuildTest(t, Config{Drives: 12})
+	ctx := context.Background()
+	files := fillFiles(t, conn, 20, 8, 16<<10)
+	if err := conn.Mgmt.FailDrive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, c)
+	st := waitStatus(t, conn, "healthy after the rebuild", func(st *mgmt.Status) bool { return st.Health == mgmt.HealthOK })
+	p := st.Pools[0]
+	if !hasNote(p, "drive d03 failed: replace it") {
+		t.Fatalf("notes %q do not ask to replace d03", p.Notes)
+	}
+	if p.Capacity.Raw != 11*(256<<20) || p.FailedRaw != 256<<20 {
+		t.Fatalf("raw capacity %d with %d on failed drives; want 11 drives counted, 1 failed", p.Capacity.Raw, p.FailedRaw)
+	}
+	if p.Capacity.Preservation != p.PreservationReserved-256<<20 {
+		t.Fatalf("preservation left %d of %d: the rebuild consumed one drive's worth", p.Capacity.Preservation, p.PreservationReserved)
+	}
+	if p.Drives != 12 || p.DrivesUp != 11 {
+		t.Fatalf("%d/%d drives up, want 11/12", p.DrivesUp, p.Drives)
+	}
+
+	// One drive down on top: degraded, with the time left before it fails.
+	if err := conn.Mgmt.DriveFault(ctx, storage.FaultArgs{Drive: 5, Op: "offline"}); err != nil {
+		t.Fatal(err)
+	}
+	st = waitStatus(t, conn, "the down drive's stripes counted", func(st *mgmt.Status) bool {
+		return st.Rebuild.Unavailable > 0 && st.Pools[0].Health != mgmt.HealthOK
+	})
+	if p := st.Pools[0]; p.Health != mgmt.HealthDegraded || !hasNote(p, "drive d05 down: declared failed and rebuilt in") {
+		t.Fatalf("one drive down in 8+2 after a rebuild: health %q, notes %q; want degraded and the grace left", p.Health, p.Notes)
+	}
+	if err := conn.Mgmt.DriveFault(ctx, storage.FaultArgs{Drive: 5, Op: "online"}); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, c)
+
+	// Replace d03 and add a drive: 13 drives, all up, healthy, no note.
+	if _, err := conn.Mgmt.ReplaceDrive(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Mgmt.AddDrive(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, c)
+	st = waitStatus(t, conn, "healthy after replace and add", func(st *mgmt.Status) bool { return st.Health == mgmt.HealthOK })
+	p = st.Pools[0]
+	if p.Drives != 13 || p.DrivesUp != 13 || len(st.Drives) != 13 || len(p.Notes) != 0 {
+		t.Fatalf("after replace and add: %d/%d drives up, %d listed, notes %q; want 13/13, 13, none",
+			p.DrivesUp, p.Drives, len(st.Drives), p.Notes)
+	}
+	if p.Capacity.Raw != 13*(256<<20) || p.Capacity.Preservation != p.PreservationReserved {
+		t.Fatalf("raw %d, preservation %d of %d after replace and add", p.Capacity.Raw, p.Capacity.Preservation, p.PreservationReserved)
+	}
+	verifyFiles(t, conn, files)
+}
+
+// TestRebuildThatCannotFinish: three drives fail in a 12-drive 8+2 pool.
+// Nine drives cannot hold a 10-wide stripe: recovery says so, as an event
+// (never "finished") and in status, and counts the stripes it cannot
+// restore; the lost files leave the list once they are removed.
+func TestRebuildThatCannotFinish(t *testing.T) {
+	c, conn := startRebuildTest(t, Config{Drives: 12})
+	ctx := context.Background()
+	files := fillFiles(t, conn, 30, 8, 16<<10)
+	slowAll(t, c, 50*time.Millisecond) // nothing gets rebuilt in between
+	for _, id := range []placement.DriveID{1, 2, 3} {
+		if err := conn.Mgmt.FailDrive(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slowAll(t, c, 0)
+	st := waitStatus(t, conn, "data loss reported", func(st *mgmt.Status) bool {
+		return st.Health == mgmt.HealthDataLoss && st.Rebuild.Incomplete != ""
+	})
+	rb := st.Rebuild
+	if rb.Stripes == 0 || rb.LostStripes == 0 || len(rb.Lost) == 0 {
+		t.Fatalf("rebuild status %+v: want stripes, lost stripes and lost files counted", rb)
+	}
+	if !strings.Contains(rb.Incomplete, "9 drives up, 8+2 stripes need 10") {
+		t.Fatalf("incomplete reason %q does not say there are too few drives", rb.Incomplete)
+	}
+	if p := st.Pools[0]; !hasNote(p, "rebuild cannot finish: 9 drives up") || !hasNote(p, "DATA LOSS") {
+		t.Fatalf("pool notes %q lack the reason and the loss", p.Notes)
+	}
+	inc := eventsOf(t, conn, mgmt.EventRebuildIncomplete)
+	if len(inc) == 0 || !strings.Contains(inc[len(inc)-1].Message, "9 drives up") || inc[len(inc)-1].Subject != "pool/default" {
+		t.Fatalf("rebuild.incomplete events %+v: want one naming pool/default and the reason", inc)
+	}
+	// The last run-end event after the third failure must not say finished.
+	evs, _ := conn.Mgmt.Events(ctx, 0, 0)
+	var last meta.Event
+	for _, e := range evs {
+		if e.Kind == mgmt.EventRebuildDone || e.Kind == mgmt.EventRebuildIncomplete {
+			last = e
+		}
+	}
+	if last.Kind != mgmt.EventRebuildIncomplete {
+		t.Fatalf("last end-of-rebuild event %+v, want rebuild.incomplete", last)
+	}
+	// Remove the lost files: they leave the status at the next scan.
+	for _, f := range rb.Lost {
+		if err := conn.Client.Remove(ctx, f.Path); err != nil {
+			t.Fatalf("rm %s: %v", f.Path, err)
+		}
+		delete(files, f.Path)
+	}
+	st = waitStatus(t, conn, "lost files gone from status", func(st *mgmt.Status) bool {
+		return len(st.Rebuild.Lost) == 0 && st.Rebuild.LostStripes == 0
+	})
+	if st.Health == mgmt.HealthDataLoss {
+		t.Fatalf("health %q with no lost stripe left", st.Health)
+	}
+}
+
+// TestRebuildStatusPerPool: with two pools, the rebuild of pool 0 is
+// reported as pool 0's (events and status), and the stripe counts are
+// those of all pools, not of the last one scanned.
+func TestRebuildStatusPerPool(t *testing.T) {
+	c, conn := startRebuildTest(t, Config{Drives: 12})
+	ctx := context.Background()
+	if _, err := conn.Mgmt.CreatePool(ctx, mgmt.PoolSpec{Name: "second", Drives: 12, K: 8, M: 2, Unit: 16 << 10,
+		DriveSize: 256 << 20, Preservation: -1}); err != nil {
+		t.Fatal(err)
+	}
+	files := fillFiles(t, conn, 20, 8, 16<<10)
+	if err := conn.Mgmt.FailDrive(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	h := waitHealthy(t, c)
+	waitStatus(t, conn, "rebuild done", func(st *mgmt.Status) bool {
+		return !st.Rebuild.Active && len(eventsOf(t, conn, mgmt.EventRebuildDone)) > 0
+	})
+	for _, e := range eventsOf(t, conn, mgmt.EventRebuildDone) {
+		if e.Subject != "pool/default" {
+			t.Fatalf("rebuild.done of pool 0 names %q, want pool/default", e.Subject)
+		}
+	}
+	st := waitStatus(t, conn, "stripes counted", func(st *mgmt.Status) bool { return st.Rebuild.Stripes == h.Stripes })
+	if len(st.Rebuild.Pools) != 2 || st.Rebuild.Pools[0].Stripes != h.Stripes || st.Rebuild.Pools[1].Stripes != 0 {
+		t.Fatalf("per-pool rebuild status %+v, want %d stripes in pool 0 and none in pool 1", st.Rebuild.Pools, h.Stripes)
+	}
+	if st.Pools[0].Health != mgmt.HealthOK || st.Pools[1].Health != mgmt.HealthOK {
+		t.Fatalf("pool health %q %q", st.Pools[0].Health, st.Pools[1].Health)
+	}
+	verifyFiles(t, conn, files)
+}
