@@ -132,7 +132,7 @@ func TestCLITour(t *testing.T) {
 		t.Fatalf("status: %+v", status)
 	}
 	human := run(t, "status", "-c", dir)
-	for _, want := range []string{"health: OK", "preservation", "PG balance", "d11"} {
+	for _, want := range []string{"health: HEALTHY", "preservation", "PG balance", "d11"} {
 		if !strings.Contains(human, want) {
 			t.Fatalf("status lacks %q:\n%s", want, human)
 		}
