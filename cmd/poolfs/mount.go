@@ -13,6 +13,7 @@ import (
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
 	"poolfs/internal/fusefs"
+	"poolfs/internal/mgmt"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
 )
@@ -122,7 +123,9 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		return nil, err
 	}
 	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
-	cl := client.New(c.Store, c.Mgmt, c.InProcessDrives(dialer), clientOptions())
+	opts := clientOptions()
+	opts.OnRepair = mgmt.NewRepairBatcher(c.Mgmt, time.Second).Repaired // counted in status and events
+	cl := client.New(c.Store, c.Mgmt, c.InProcessDrives(dialer), opts)
 	if !mf.cmd.Flags().Changed("uring") {
 		// Metadata in process (SQLite) answers in microseconds, fit for
 		// the queue's thread; PostgreSQL's round trips are not: they

@@ -70,8 +70,12 @@ func rebuildCmd(g *globals) *cobra.Command {
 
 // printRebuild is the health/rebuild part of `poolfs status`.
 func printRebuild(w io.Writer, st *mgmt.RebuildStatus) {
-	fmt.Fprintf(w, "stripes: %d, degraded %d, critical %d, lost %d, to rebalance %d, blocked %d\n",
-		st.Stripes, st.Degraded, st.Critical, st.LostStripes, st.Misplaced, st.Blocked)
+	age := ""
+	if st.Scanned > 0 {
+		age = fmt.Sprintf(" (checked %v ago)", time.Since(time.Unix(0, st.Scanned)).Round(time.Second))
+	}
+	fmt.Fprintf(w, "stripes%s: %d, degraded %d, critical %d, lost %d, to rebalance %d, blocked %d\n",
+		age, st.Stripes, st.Degraded, st.Critical, st.LostStripes, st.Misplaced, st.Blocked)
 	if st.ReadRepairs > 0 {
 		fmt.Fprintf(w, "read repairs: %d fragments found damaged or missing by readers and rewritten\n", st.ReadRepairs)
 	}

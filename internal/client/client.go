@@ -104,6 +104,10 @@ type Options struct {
 	// (default DefaultRepairsInFlight).
 	RepairsInFlight int
 	Logger          *slog.Logger
+	// OnRepair, if set, is called for each fragment a read found damaged
+	// or missing and rewrote on drive id (read repair), so that the
+	// repairs are counted where operators look (mgmt.RepairBatcher).
+	OnRepair func(id placement.DriveID)
 }
 
 // WriteBehindFactor × Options.StripesInFlight is the number of stripes one

@@ -67,6 +67,9 @@ func (c *Client) repairLater(m *clustermap.Map, lay meta.Layout, ino meta.Ino, r
 				continue
 			}
 			c.log.Info("read repair", "fragment", key.String(), "drive", j.id.String(), "cause", j.cause)
+			if c.opts.OnRepair != nil {
+				c.opts.OnRepair(j.id)
+			}
 		}
 	}()
 }

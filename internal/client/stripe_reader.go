@@ -13,7 +13,8 @@ import (
 )
 
 // readStripe reads the data shards of a committed stripe into b (laid out
-// for the record's shard size) and returns them. name is used in errors.
+// for the record's shard size) and returns them. name is used in errors
+// ("" names the inode).
 //
 // It starts k fetches at once: the data fragments, with parity in place of
 // any whose drive the map says is down, failed or out, or that this client
@@ -28,6 +29,9 @@ import (
 // On return no fetch writes into b any more: the buffer of a fetch still
 // running is swapped out of b for a new one and left to it.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
+	if name == "" {
+		name = fmt.Sprintf("inode %d", ino) // a File opened by inode (the mount)
+	}
 	lay, err := recordLayout(lay, rec) // smallfile.go: the stripe's own scheme
 	if err != nil {
 		return nil, err

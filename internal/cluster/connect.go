@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"poolfs/internal/client"
 	"poolfs/internal/metarpc"
 	"poolfs/internal/mgmt"
+	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
 )
@@ -45,6 +47,14 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if metaRC != mrc {
 		c.closers = append(c.closers, metaRC.Close)
 	}
+	// Read repairs are counted by the management service, in batches.
+	repairs := mgmt.NewRepairBatcher(c.Mgmt, time.Second)
+	if prev := opts.OnRepair; prev != nil {
+		opts.OnRepair = func(id placement.DriveID) { prev(id); repairs.Repaired(id) }
+	} else {
+		opts.OnRepair = repairs.Repaired
+	}
+	c.closers = append([]func() error{func() error { return repairs.Flush(context.Background()) }}, c.closers...)
 	// Drives that do not answer are reported to the failure detector.
 	c.Client = client.New(c.Meta, c.Mgmt, mgmt.ReportingDrives(dialer, c.Mgmt), opts)
 	return c, nil

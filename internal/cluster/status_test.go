@@ -1,11 +1,19 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/placement"
@@ -207,4 +215,72 @@ func TestRebuildStatusPerPool(t *testing.T) {
 		t.Fatalf("pool health %q %q", st.Pools[0].Health, st.Pools[1].Health)
 	}
 	verifyFiles(t, conn, files)
+}
+
+// corruptFragment flips a bit in the data of fragment index of stripe 0 of
+// p (files format) and returns the drive holding it.
+func corruptFragment(t *testing.T, c *Cluster, conn *Conn, p string, index int) placement.DriveID {
+	t.Helper()
+	ctx := context.Background()
+	a, err := conn.Client.Resolve(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := conn.Meta.Stripes(ctx, a.Ino, 0, 0)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("stripes: %v %v", recs, err)
+	}
+	id := placement.DriveID(recs[0].Drives[index])
+	key := erasure.FragmentKey{Ino: uint64(a.Ino), Stripe: 0, Gen: recs[0].Gen, Index: uint8(index)}
+	for _, f := range fragmentFiles(t, filepath.Join(c.Config.Dir, "drives", id.String())) {
+		b, _ := os.ReadFile(f)
+		if h, err := erasure.DecodeHeader(b); err == nil && h.Key == key {
+			b[erasure.HeaderSize(int(h.ShardSize))+100] ^= 0x10
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+	}
+	t.Fatalf("fragment %v not found on %v", key, id)
+	return 0
+}
+
+// TestReadRepairsAreCounted: a fragment a reader finds corrupt and
+// rewrites is counted in the status and logged as a read.repair event
+// naming its drive.
+func TestReadRepairsAreCounted(t *testing.T) {
+	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10, DriveFormat: chunkstore.FormatFiles})
+	data := randBytes(t, 8*(64<<10))
+	put(t, conn, "/f", data)
+	id := corruptFragment(t, c, conn, "/f", 2)
+	if got := get(t, conn, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("degraded read returned wrong bytes")
+	}
+	waitStatus(t, conn, "read repair counted", func(st *mgmt.Status) bool { return st.Rebuild.ReadRepairs == 1 })
+	evs := eventsOf(t, conn, mgmt.EventReadRepair)
+	if len(evs) != 1 || evs[0].Subject != id.String() || !strings.HasPrefix(evs[0].Message, "1 fragments") {
+		t.Fatalf("read.repair events %+v, want one for %v", evs, id)
+	}
+}
+
+// TestDataLossByInodeNamesIt: a File opened by inode alone (as the mount
+// opens them) names the inode in its data-loss error, not an empty name.
+func TestDataLossByInodeNamesIt(t *testing.T) {
+	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10, DriveFormat: chunkstore.FormatFiles})
+	ctx := context.Background()
+	put(t, conn, "/f", randBytes(t, 8*(64<<10)))
+	for i := 0; i < 3; i++ {
+		corruptFragment(t, c, conn, "/f", i)
+	}
+	a, _ := conn.Client.Resolve(ctx, "/f")
+	f, err := conn.Client.Open(ctx, a.Ino, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = f.ReadAt(ctx, make([]byte, 4096), 0)
+	if !errors.Is(err, client.ErrDataLoss) || !strings.Contains(err.Error(), fmt.Sprintf("file inode %d stripe 0", a.Ino)) {
+		t.Fatalf("read with 3 of 10 fragments corrupt: %v, want data loss naming inode %d", err, a.Ino)
+	}
 }

@@ -232,6 +232,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	pr.sig = stateSig(m, pool)
 	st := &pr.st
 	st.PoolName, st.Epoch, st.Stripes, st.ScanSec = pool.Name, m.Epoch, h.Stripes, scanSec
+	st.Scanned = scanStart.UnixNano()
 	st.Degraded, st.Critical, st.Misplaced, st.Blocked = h.Degraded, h.Critical, h.Misplaced, len(plan.Blocked)
 	st.Unavailable, st.Waiting, st.LostStripes = h.Unavailable, len(plan.Waiting), len(plan.Unrecoverable)
 	st.Incomplete, st.LastError = reason, ""

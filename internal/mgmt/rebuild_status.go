@@ -26,6 +26,7 @@ type RebuildStatus struct {
 	Pool     uint32 `json:"pool"`
 	PoolName string `json:"pool_name,omitempty"`
 	Epoch    uint64 `json:"epoch"`             // map epoch of the last scan (0: none yet)
+	Scanned  int64  `json:"scanned,omitempty"` // unix ns of the last scan
 	Started  int64  `json:"started,omitempty"` // unix ns of the current run
 	Priority string `json:"priority"`
 	// Depth is the reconstruct tasks allowed per drive at Priority, and
@@ -197,6 +198,9 @@ func (s *Service) Rebuild() RebuildStatus {
 			sum.Kind = "rebuild"
 		}
 		sum.Epoch = max(sum.Epoch, p.Epoch)
+		if sum.Scanned == 0 || p.Scanned < sum.Scanned {
+			sum.Scanned = p.Scanned // the oldest
+		}
 		sum.Running += p.Running
 		sum.Tasks, sum.Done, sum.Skipped, sum.Failed = sum.Tasks+p.Tasks, sum.Done+p.Done, sum.Skipped+p.Skipped, sum.Failed+p.Failed
 		sum.Bytes, sum.BytesDone, sum.Rate = sum.Bytes+p.Bytes, sum.BytesDone+p.BytesDone, sum.Rate+p.Rate

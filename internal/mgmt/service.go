@@ -140,6 +140,7 @@ func (s *Service) Register(r *rpc.Server) {
 	s.registerDrives(r)
 	s.registerGrace(r)
 	s.registerScrub(r)
+	s.registerRepairs(r)
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()
 		return &rpc.Response{Result: st}, nil

@@ -71,6 +71,11 @@ type Status struct {
 	Rebuild RebuildStatus `json:"rebuild"`
 }
 
+// statusRescan is the age of the stripe counts past which a status call
+// asks the coordinator for a fresh scan (the coordinator otherwise scans
+// when drive states change and every rebuild interval).
+const statusRescan = 5 * time.Second
+
 // Status gathers the cluster status: the map, every drive's fill as its
 // storage server reports it, and each pool's capacity, usage and health
 // (Assess, from the coordinator's last scan of its stripes).
@@ -81,6 +86,9 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	}
 	st := &Status{Name: m.Name, Epoch: m.Epoch, Health: HealthOK, Rebuild: s.Rebuild()}
 	now := time.Now()
+	if !st.Rebuild.Active && now.Sub(time.Unix(0, st.Rebuild.Scanned)) > statusRescan {
+		s.kickRebuild() // the stripe counts are old: the next status has fresh ones
+	}
 	var inMap []*clustermap.Drive
 	for i := range m.Drives {
 		if d := &m.Drives[i]; d.State != clustermap.StateOut { // a replaced drive is no longer part of the cluster
