@@ -1,0 +1,192 @@
+package fusefs
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFallocateProperty runs seeded random sequences of writes, holes
+// punched, ranges zeroed, preallocations and truncates on a file in the
+// mount and on a reference file on the local disk, and compares the two
+// byte for byte (and their sizes) every few steps, through the open
+// descriptor and after a close and a fresh open.
+func TestFallocateProperty(t *testing.T) {
+	c := startCluster(t, cluster0())
+	mnt := mount(t, c)
+	const sb = 4 * 64 << 10 // the test cluster's stripe
+	const maxEnd = 10 * sb
+	ref := t.TempDir()
+	for seed := int64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			name := fmt.Sprint("f", seed)
+			open := func() (*os.File, *os.File) {
+				a, err := os.OpenFile(filepath.Join(mnt, name), os.O_RDWR|os.O_CREATE, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := os.OpenFile(filepath.Join(ref, name), os.O_RDWR|os.O_CREATE, 0o644)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a, b
+			}
+			got, want := open()
+			// rangeAt picks a range near stripe boundaries half the time.
+			rangeAt := func() (int64, int64) {
+				off := rng.Int63n(maxEnd)
+				n := rng.Int63n(3*sb) + 1
+				if rng.Intn(2) == 0 {
+					off = off / sb * sb
+					if rng.Intn(2) == 0 {
+						off += int64(rng.Intn(3)) - 1
+					}
+					off = max(off, 0)
+				}
+				return off, n
+			}
+			var log []string
+			for step := 0; step < 60; step++ {
+				off, n := rangeAt()
+				var op string
+				var errA, errB error
+				switch k := rng.Intn(7); k {
+				case 0, 1:
+					p := make([]byte, n)
+					rng.Read(p)
+					op = "write"
+					_, errA = got.WriteAt(p, off)
+					_, errB = want.WriteAt(p, off)
+				case 2:
+					op = "punch"
+					mode := uint32(unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE)
+					errA, errB = unix.Fallocate(int(got.Fd()), mode, off, n), unix.Fallocate(int(want.Fd()), mode, off, n)
+				case 3:
+					op = "zero"
+					mode := uint32(unix.FALLOC_FL_ZERO_RANGE)
+					if rng.Intn(2) == 0 {
+						op, mode = "zero-keep", mode|unix.FALLOC_FL_KEEP_SIZE
+					}
+					errA, errB = unix.Fallocate(int(got.Fd()), mode, off, n), unix.Fallocate(int(want.Fd()), mode, off, n)
+				case 4:
+					op = "prealloc"
+					mode := uint32(0)
+					if rng.Intn(2) == 0 {
+						op, mode = "prealloc-keep", unix.FALLOC_FL_KEEP_SIZE
+					}
+					errA, errB = unix.Fallocate(int(got.Fd()), mode, off, n), unix.Fallocate(int(want.Fd()), mode, off, n)
+				case 5:
+					op, off, n = "truncate", rng.Int63n(maxEnd), 0
+					errA, errB = got.Truncate(off), want.Truncate(off)
+				case 6:
+					op, n = "close-reopen", 0
+					errA, errB = got.Close(), want.Close()
+					got, want = open()
+				}
+				log = append(log, fmt.Sprintf("%s %d+%d", op, off, n))
+				if errA != nil || errB != nil {
+					t.Fatalf("step %d (%v): mount: %v, reference: %v", step, log, errA, errB)
+				}
+				if step%3 == 2 {
+					compare(t, got, want, log)
+				}
+			}
+			got.Close()
+			want.Close()
+			got, want = open()
+			compare(t, got, want, log)
+			got.Close()
+			want.Close()
+		})
+	}
+}
+
+// compare fails unless a and b have the same size and bytes.
+func compare(t *testing.T, a, b *os.File, log []string) {
+	t.Helper()
+	sa, err := a.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Size() != sb.Size() {
+		t.Fatalf("after %v: size %d, reference %d", log, sa.Size(), sb.Size())
+	}
+	pa, pb := make([]byte, sa.Size()), make([]byte, sb.Size())
+	if _, err := a.ReadAt(pa, 0); err != nil && len(pa) > 0 {
+		t.Fatalf("read: %v", err)
+	}
+	if _, err := b.ReadAt(pb, 0); err != nil && len(pb) > 0 {
+		t.Fatalf("read reference: %v", err)
+	}
+	if !bytes.Equal(pa, pb) {
+		i := 0
+		for i < len(pa) && pa[i] == pb[i] {
+			i++
+		}
+		t.Fatalf("after %v: bytes differ from offset %d", log, i)
+	}
+}
+
+// TestFallocateModes: the unsupported modes are EOPNOTSUPP; util-linux
+// fallocate preallocates (the space shows in st_blocks and the size) and
+// punches holes (the space comes back, the bytes read as zeros).
+func TestFallocateModes(t *testing.T) {
+	c := startCluster(t, cluster0())
+	mnt := mount(t, c)
+	const sb = 4 * 64 << 10
+	p := filepath.Join(mnt, "f")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(bytes.Repeat([]byte{9}, 4*sb)); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []uint32{unix.FALLOC_FL_COLLAPSE_RANGE, unix.FALLOC_FL_INSERT_RANGE, unix.FALLOC_FL_PUNCH_HOLE} {
+		if err := unix.Fallocate(int(f.Fd()), mode, 0, sb); err != syscall.EOPNOTSUPP {
+			t.Errorf("mode %#x: %v, want EOPNOTSUPP", mode, err)
+		}
+	}
+	if _, err := exec.LookPath("fallocate"); err != nil {
+		t.Log("no fallocate(1): system calls checked only")
+		return
+	}
+	stat := func(p string) (size, used int64) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Size, st.Blocks * 512
+	}
+	g := filepath.Join(mnt, "g")
+	if out, err := exec.Command("fallocate", "-l", "16M", g).CombinedOutput(); err != nil {
+		t.Fatalf("fallocate -l 16M: %v: %s", err, out)
+	}
+	if size, used := stat(g); size != 16<<20 || used != 16<<20 {
+		t.Fatalf("fallocate -l 16M: size %d, %d bytes stored", size, used)
+	}
+	if out, err := exec.Command("fallocate", "-p", "-o", "1M", "-l", "8M", g).CombinedOutput(); err != nil {
+		t.Fatalf("fallocate -p: %v: %s", err, out)
+	}
+	if size, used := stat(g); size != 16<<20 || used != 8<<20 {
+		t.Fatalf("fallocate -p 8M of 16M: size %d, %d bytes stored", size, used)
+	}
+	b, err := os.ReadFile(g)
+	if err != nil || !bytes.Equal(b, make([]byte, 16<<20)) {
+		t.Fatalf("read back: %d bytes, %v (not all zeros)", len(b), err)
+	}
+}
