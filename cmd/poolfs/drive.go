@@ -83,10 +83,12 @@ func driveFaultCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fault ID fail|heal|offline|online|corrupt FRACTION|slow DURATION",
 		Short: "Inject a fault into an emulated drive: I/O errors, unreachable for a while, silent bit flips in a fraction of reads, slowness",
-		Long: `Inject a fault into an emulated drive.
+		Long: `Inject a fault into an emulated drive. Faults add up: a drive may be slow and
+corrupt at once.
 
   fail      every I/O returns an error: the drive is declared failed and rebuilt
-  heal      undo fail (a drive already declared failed stays failed)
+  heal      clear every injected fault at once (fail, offline, corrupt, slow);
+            a drive already declared failed stays failed (drive replace)
   offline   the drive stops answering, as when its server restarts or a cable
             is pulled: it is marked down, not failed; reads reconstruct, new
             stripes go elsewhere, nothing is rebuilt. Unless it comes back
@@ -94,8 +96,11 @@ func driveFaultCmd(g *globals) *cobra.Command {
             10m) it is then declared failed and rebuilt.
   online    the drive answers again: it is marked up, and only the stripes
             written while it was away are copied back onto it
-  corrupt F flip one bit in a fraction F of reads (read repair fixes them)
-  slow D    add delay D to every I/O`,
+  corrupt F flip one bit in a fraction F (0..1) of reads (read repair fixes
+            them; bench survey counts them per drive); corrupt 0 stops it
+  slow D    add delay D (e.g. 20ms) to every I/O; slow 0 stops it`,
+		Example: `  poolfs drive fault d03 corrupt 0.01
+  poolfs drive fault d03 heal`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := placement.ParseDriveID(args[0])

@@ -287,10 +287,14 @@ func writeSurveyTable(p *mdWriter, r *Result, limits []Limit) {
 			p.f("| %s | %s | | | | | skipped: %s |\n", d.ID, d.Server, d.Skipped)
 			continue
 		}
-		note := ""
+		var notes []string
 		if len(d.Slow) > 0 {
-			note = fmt.Sprintf("**SLOW** (%s below %.0f%% of median)", strings.Join(d.Slow, ", "), 100*s.Config.Slow)
+			notes = append(notes, fmt.Sprintf("**SLOW** (%s below %.0f%% of median)", strings.Join(d.Slow, ", "), 100*s.Config.Slow))
 		}
+		if d.Bad > 0 {
+			notes = append(notes, fmt.Sprintf("**BAD**: %d of %d fragments read back corrupt", d.Bad, d.Phase("read").Ops))
+		}
+		note := strings.Join(notes, "; ")
 		wr := d.Phase("write")
 		p.f("| %s | %s | %.1f | %.1f | %.1f | %.1f–%.1f | %s |\n", d.ID, d.Server, wr.BW, d.Phase("rewrite").BW, d.Phase("read").BW, wr.LatMin, wr.LatMax, note)
 	}

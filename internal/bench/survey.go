@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -85,6 +86,10 @@ type SurveyDrive struct {
 	Skipped string                `json:"skipped,omitempty"` // why the drive was not measured
 	Phases  []SurveyPhase         `json:"phases,omitempty"`
 	Slow    []string              `json:"slow,omitempty"` // phases where it is below Slow × median
+	// Bad counts the fragments the read phase got back corrupt (a header
+	// or block CRC that does not match): the survey goes on and reports
+	// them rather than stopping at the first.
+	Bad int64 `json:"bad_fragments,omitempty"`
 }
 
 // SurveyPhase is one phase on one drive or on the pool: its own elapsed time
@@ -211,7 +216,7 @@ func surveyPhase(ctx context.Context, o SurveyOptions, phase string, ino uint64,
 	start := o.Clock.Now()
 	ends := make([]time.Time, len(drives))
 	for di, d := range drives {
-		var next atomic.Int64
+		var next, bad atomic.Int64
 		lats := make([][2]time.Duration, o.Threads)
 		var dwg sync.WaitGroup
 		for th := range o.Threads {
@@ -232,6 +237,10 @@ func surveyPhase(ctx context.Context, o SurveyOptions, phase string, ino uint64,
 					var err error
 					if phase == "read" {
 						err = readSurveyFragment(ctx, d.drive, key, buf)
+						if isCorrupt(err) {
+							bad.Add(1)
+							err = nil
+						}
 					} else {
 						erasure.SealFragment(buf, erasure.Header{Key: key, K: 1, M: 0, Pool: d.pool, StripeLen: uint32(rec), ShardSize: uint32(rec)})
 						err = d.drive.WriteFragment(ctx, key, buf)
@@ -259,6 +268,7 @@ func surveyPhase(ctx context.Context, o SurveyOptions, phase string, ino uint64,
 				}
 			}
 			per[di] = p
+			d.res.Bad += bad.Load()
 		}()
 	}
 	wg.Wait()
@@ -299,6 +309,12 @@ func readSurveyFragment(ctx context.Context, d chunkstore.Drive, key erasure.Fra
 		return fmt.Errorf("%w: read fragment %v, got %v", ErrVerify, key, h.Key)
 	}
 	return nil
+}
+
+// isCorrupt reports whether err says a fragment came back damaged (rather
+// than that the drive could not be read).
+func isCorrupt(err error) bool {
+	return errors.Is(err, ErrVerify) || errors.Is(err, erasure.ErrChecksum) || errors.Is(err, erasure.ErrCorrupt)
 }
 
 // flagSlow marks, per phase, the drives below frac × the median bandwidth.

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
 )
@@ -83,5 +85,42 @@ func TestSurveyFlagsSlowDrive(t *testing.T) {
 		if want := d.ID == "e"; (len(d.Slow) == 3) != want || (!want && len(d.Slow) != 0) {
 			t.Errorf("drive %s (%v MiB/s): slow in %v", d.ID, d.Phase("write").BW, d.Slow)
 		}
+	}
+}
+
+// TestSurveyCountsCorruptFragments: a drive that flips a bit in every read
+// is reported with all its fragments bad, the others with none, and the
+// survey still measures every drive instead of stopping at the first
+// checksum mismatch.
+func TestSurveyCountsCorruptFragments(t *testing.T) {
+	dir := startCluster(t, 12)
+	ctx := context.Background()
+	conn := connect(t, dir)
+	bad, err := placement.ParseDriveID("d03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Mgmt.DriveFault(ctx, storage.FaultArgs{Drive: bad, Op: "corrupt", Fraction: 1, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunSurvey(ctx, SurveyOptions{Cluster: dir, Size: 2 << 20, Record: 256 << 10, Threads: 2})
+	if err != nil {
+		t.Fatalf("survey with a corrupting drive: %v", err)
+	}
+	for _, d := range res.Drives {
+		want := int64(0)
+		if d.ID == "d03" {
+			want = 8
+		}
+		if d.Bad != want || len(d.Phases) != 3 {
+			t.Errorf("drive %s: %d bad fragments, %d phases; want %d and 3", d.ID, d.Bad, len(d.Phases), want)
+		}
+	}
+	var out strings.Builder
+	if err := WriteReport(&out, []*Result{{Kind: "survey", Survey: res}}, ReportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| d03 |") || !strings.Contains(out.String(), "**BAD**: 8 of 8 fragments read back corrupt") {
+		t.Fatalf("report does not name the bad drive:\n%s", out.String())
 	}
 }

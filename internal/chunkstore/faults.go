@@ -42,8 +42,15 @@ func WithFaults(d Drive) *FaultyDrive { return &FaultyDrive{d: d} }
 // Fail makes every operation return an error wrapping ErrFailed.
 func (f *FaultyDrive) Fail() { f.mu.Lock(); f.mu.failed = true; f.mu.Unlock() }
 
-// Heal undoes Fail. Corruption and slowness stay as set.
-func (f *FaultyDrive) Heal() { f.mu.Lock(); f.mu.failed = false; f.mu.Unlock() }
+// Heal clears every injected fault: it undoes Fail, Offline, CorruptReads
+// and SlowDown at once, so the drive behaves as the one it wraps again.
+func (f *FaultyDrive) Heal() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.failed, f.mu.offline = false, false
+	f.mu.corruptFrac, f.mu.rng = 0, nil
+	f.mu.extra = 0
+}
 
 // Offline makes every operation fail at once with an error wrapping
 // ErrOffline, without touching the drive, until Online. Fail takes

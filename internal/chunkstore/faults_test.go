@@ -111,3 +111,37 @@ func TestCorruptReads(t *testing.T) {
 		t.Fatal("different seeds, same corruption")
 	}
 }
+
+// TestHealClearsEveryFault: heal undoes corruption, slowness and offline as
+// well as fail, so a healed drive returns its bytes unchanged at once.
+func TestHealClearsEveryFault(t *testing.T) {
+	f := WithFaults(newMemDrive())
+	want := pattern(Align, 7)
+	if err := f.WriteFragment(ctx, key(1), want); err != nil {
+		t.Fatal(err)
+	}
+	f.CorruptReads(1, 1)
+	f.SlowDown(time.Hour)
+	f.Offline()
+	f.Fail()
+	f.Heal()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 20 {
+			got, err := f.ReadFragment(ctx, key(1), 0, -1, nil)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("read %d after heal: err %v, bytes equal %v", i, err, bytes.Equal(got, want))
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("reads after heal still wait for the injected delay")
+	}
+	if n := f.Corrupted(); n != 0 {
+		t.Fatalf("%d reads corrupted after heal", n)
+	}
+}
