@@ -51,9 +51,10 @@ fi
 
 # rates DIR TASKS UNIQUE -> "create stat remove" (ops/s, rounded)
 rates() {
-  local u=() out="$work/r.json"
+  local u=() out="$work/r.json" d="$1/t$RANDOM$RANDOM"
   [ "$3" = 1 ] && u=(-u)
-  "$bin" bench mdtest --dir "$1/t$RANDOM$RANDOM" -F -n "$items" -N "$2" "${u[@]}" --json "$out" >/dev/null
+  mkdir "$d"
+  "$bin" bench mdtest --dir "$d" -F -n "$items" -N "$2" "${u[@]}" --json "$out" >/dev/null
   python3 - "$out" <<'PY'
 import json, sys
 ph = {p["phase"]: p["ops_per_s"]["mean"] for p in json.load(open(sys.argv[1]))["mdtest"]["runs"][0]["phases"]}

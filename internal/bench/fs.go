@@ -27,7 +27,8 @@ const (
 type Target struct {
 	API string `json:"api"` // APIPosix or APIPoolfs
 	// Dir is the directory the benchmark works in: a local path for posix,
-	// a path inside the poolfs namespace for poolfs (default /bench).
+	// a path inside the poolfs namespace for poolfs (default /bench). A
+	// posix directory must exist: OpenFS does not create it.
 	Dir string `json:"dir"`
 	// Cluster is the cluster directory for the poolfs API.
 	Cluster string `json:"cluster,omitempty"`
@@ -84,8 +85,16 @@ func OpenFS(ctx context.Context, t Target) (FS, error) {
 		return nil, err
 	}
 	if t.API == APIPosix {
-		if err := os.MkdirAll(t.Dir, 0o755); err != nil {
+		// Never created here: a missing directory (a mount that is not
+		// there, a typo) would measure whatever disk holds its parent.
+		st, err := os.Stat(t.Dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("%w: --dir %s does not exist: create it on the file system to measure (it is not created, so that a missing mount is not measured as the local disk)", ErrUsage, t.Dir)
+		case err != nil:
 			return nil, fmt.Errorf("bench: %w", err)
+		case !st.IsDir():
+			return nil, fmt.Errorf("%w: --dir %s is not a directory", ErrUsage, t.Dir)
 		}
 		return posixFS{root: t.Dir}, nil
 	}

@@ -222,3 +222,22 @@ func TestIORPoolfsAPI(t *testing.T) {
 		t.Fatalf("shared file in poolfs: size %d, %v; want %d", a.Size, err, 2*2*1<<20)
 	}
 }
+
+// TestOpenFSRefusesMissingDir: a posix --dir that does not exist is an
+// error and is not created (it would measure the disk under its parent,
+// e.g. a mount point whose file system is not mounted).
+func TestOpenFSRefusesMissingDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "mnt", "poolfs")
+	_, err := OpenFS(context.Background(), Target{API: APIPosix, Dir: missing})
+	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("OpenFS of a missing dir: %v, want a usage error saying it does not exist", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the missing dir was created: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := OpenFS(context.Background(), Target{API: APIPosix, Dir: file}); !errors.Is(err, ErrUsage) {
+		t.Fatalf("OpenFS of a regular file: %v, want a usage error", err)
+	}
+}
