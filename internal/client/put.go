@@ -30,7 +30,8 @@ type PutOptions struct {
 }
 
 // Put stores everything r yields as the file p, atomically: readers see the
-// old content (or no file) until Put returns, then the new content.
+// old content (or no file) until Put returns, then the new content. A p
+// that is a directory is refused with meta.ErrIsDir before r is read.
 func (c *Client) Put(ctx context.Context, p string, r io.Reader, o PutOptions) (meta.Attr, error) {
 	if o.Mode == 0 {
 		o.Mode = 0o644
@@ -38,6 +39,9 @@ func (c *Client) Put(ctx context.Context, p string, r io.Reader, o PutOptions) (
 	dir, name, err := c.resolveParent(ctx, p)
 	if err != nil {
 		return meta.Attr{}, err
+	}
+	if a, err := c.meta.Lookup(ctx, dir.Ino, name); err == nil && a.Type == meta.TypeDir {
+		return meta.Attr{}, fmt.Errorf("put %s: %w", p, meta.ErrIsDir) // refused before a byte is sent
 	}
 	lay := dir.Layout
 	if err := c.checkSpace(ctx, lay, o.Size); err != nil {
