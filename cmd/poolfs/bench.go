@@ -29,7 +29,7 @@ type benchTarget struct {
 
 func (b *benchTarget) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&b.dir, "dir", "", "directory to work in: any local path (a poolfs mount, a local FS) with --api posix; a path inside poolfs (default /bench) with --api poolfs")
+	f.StringVar(&b.dir, "dir", "", "directory to work in, which must exist: any local directory (in a poolfs mount, on a local FS) with --api posix; a path inside poolfs (default /bench) with --api poolfs")
 	f.StringVar(&b.api, "api", bench.APIPosix, "I/O path: posix (os file I/O on --dir) or poolfs (the client library through the cluster of -c, no FUSE)")
 	f.StringVar(&b.label, "label", "", "what is measured, shown in reports (default: the api and dir)")
 	f.StringVar(&b.json, "json", "", "write the result to this file (schema: docs/bench.md)")

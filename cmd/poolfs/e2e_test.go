@@ -154,7 +154,7 @@ func TestCLITour(t *testing.T) {
 	}
 	run(t, "rm", "-c", dir, "-r", "/proj")
 	if out, err := exec.Command(binary, "get", "-c", dir, "/proj/data.bin", dst).CombinedOutput(); err == nil ||
-		!strings.Contains(string(out), "not found") {
+		!strings.Contains(string(out), "cannot stat '/proj/data.bin': No such file or directory") {
 		t.Fatalf("get of removed file: %v %s", err, out)
 	}
 	// A client with the wrong secret is refused.

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
@@ -20,110 +20,45 @@ func fileCmds(g *globals) []*cobra.Command {
 	return []*cobra.Command{putCmd(g), getCmd(g), lsCmd(g), mkdirCmd(g), rmCmd(g), mvCmd(g), statCmd(g)}
 }
 
-func putCmd(g *globals) *cobra.Command {
-	var quiet bool
-	cmd := &cobra.Command{
-		Use:   "put LOCAL PATH",
-		Short: "Store a local file (- for stdin) as PATH, atomically replacing it",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				var r io.Reader = os.Stdin
-				size := int64(-1)
-				if args[0] != "-" {
-					f, err := os.Open(args[0])
-					if err != nil {
-						return err
-					}
-					defer f.Close()
-					if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-						size = st.Size()
-					}
-					r = f
-				}
-				bar := newBar(size, "put "+args[1], quiet)
-				start := time.Now()
-				a, err := conn.Client.Put(cmd.Context(), args[1], r, client.PutOptions{Size: size, Progress: bar.set})
-				bar.finish()
-				if err != nil {
-					return err
-				}
-				if !quiet {
-					fmt.Fprintf(os.Stderr, "%s: %s in %s (%s)\n", args[1], human(int64(a.Size)),
-						time.Since(start).Round(time.Millisecond), rate(int64(a.Size), time.Since(start)))
-				}
-				return nil
-			})
-		},
-	}
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar or summary")
-	return cmd
-}
-
-func getCmd(g *globals) *cobra.Command {
-	var quiet bool
-	cmd := &cobra.Command{
-		Use:   "get PATH LOCAL",
-		Short: "Copy PATH to a local file (- for stdout)",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				a, err := conn.Client.Resolve(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				var w io.Writer = os.Stdout
-				var out *os.File
-				if args[1] != "-" {
-					out, err = os.Create(args[1])
-					if err != nil {
-						return err
-					}
-					w = out
-				}
-				bar := newBar(int64(a.Size), "get "+args[0], quiet)
-				start := time.Now()
-				_, err = conn.Client.Get(cmd.Context(), args[0], w, client.GetOptions{Progress: bar.set})
-				bar.finish()
-				if out != nil {
-					if cerr := out.Close(); err == nil {
-						err = cerr
-					}
-				}
-				if err != nil {
-					return err
-				}
-				if !quiet {
-					fmt.Fprintf(os.Stderr, "%s: %s in %s (%s)\n", args[0], human(int64(a.Size)),
-						time.Since(start).Round(time.Millisecond), rate(int64(a.Size), time.Since(start)))
-				}
-				return nil
-			})
-		},
-	}
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar or summary")
-	return cmd
-}
-
 func lsCmd(g *globals) *cobra.Command {
-	var long bool
+	var long, escape, literal bool
 	cmd := &cobra.Command{
 		Use:   "ls [PATH]",
 		Short: "List a directory",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `List a directory (default /). On a terminal, names are printed as GNU ls -b
+prints them: control characters, other non-printable bytes, backslashes and
+spaces escaped C-style (\n, \t, \033, \\, "\ "). Written to a pipe or a file,
+names are printed as they are, as ls does. -b and -N choose either way.
+
+` + pathRule,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p := "/"
+			arg := "/"
 			if len(args) == 1 {
-				p = args[0]
+				arg = args[0]
 			}
+			if escape && literal {
+				return fmt.Errorf("ls: -b and -N exclude each other")
+			}
+			if !escape && !literal {
+				escape = term.IsTerminal(int(os.Stdout.Fd()))
+			}
+			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				ents, err := conn.Client.ReadDir(cmd.Context(), p)
+				p, err := g.paths(conn).path(ctx, arg)
 				if err != nil {
 					return err
+				}
+				ents, err := conn.Client.ReadDir(ctx, p)
+				if err != nil {
+					return failed("access", err, arg)
 				}
 				tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 				for _, e := range ents {
 					name := e.Name
+					if escape {
+						name = escapeName(name)
+					}
 					if e.Attr.Type == meta.TypeDir {
 						name += "/"
 					}
@@ -139,6 +74,8 @@ func lsCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&long, "long", "l", false, "mode, size and modification time")
+	cmd.Flags().BoolVarP(&escape, "escape", "b", false, "escape non-printable characters, backslashes and spaces C-style, as ls -b (default on a terminal)")
+	cmd.Flags().BoolVarP(&literal, "literal", "N", false, "print names as they are (default when not writing to a terminal)")
 	return cmd
 }
 
@@ -148,16 +85,23 @@ func mkdirCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mkdir PATH...",
 		Short: "Create directories",
+		Long:  "Create directories.\n\n" + pathRule,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				for _, p := range args {
-					if err := conn.Client.Mkdir(cmd.Context(), p, 0o755, parents); err != nil {
+				pa := g.paths(conn)
+				for _, arg := range args {
+					p, err := pa.path(ctx, arg)
+					if err != nil {
 						return err
 					}
+					if err := conn.Client.Mkdir(ctx, p, 0o755, parents); err != nil {
+						return failed("create directory", err, arg)
+					}
 					if pool != "" {
-						if err := conn.Client.SetPool(cmd.Context(), p, pool); err != nil {
-							return err
+						if err := conn.Client.SetPool(ctx, p, pool); err != nil {
+							return failed("set the pool of", err, arg)
 						}
 					}
 				}
@@ -174,19 +118,25 @@ func rmCmd(g *globals) *cobra.Command {
 	var recursive bool
 	cmd := &cobra.Command{
 		Use:   "rm PATH...",
-		Short: "Remove files (and directories with -r)",
+		Short: "Remove files and empty directories (and directories with their contents with -r)",
+		Long:  "Remove files and empty directories; with -r, directories and their contents.\n\n" + pathRule,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				for _, p := range args {
-					var err error
-					if recursive {
-						err = conn.Client.RemoveAll(cmd.Context(), p)
-					} else {
-						err = conn.Client.Remove(cmd.Context(), p)
-					}
+				pa := g.paths(conn)
+				for _, arg := range args {
+					p, err := pa.path(ctx, arg)
 					if err != nil {
 						return err
+					}
+					if recursive {
+						err = conn.Client.RemoveAll(ctx, p)
+					} else {
+						err = conn.Client.Remove(ctx, p)
+					}
+					if err != nil {
+						return failed("remove", err, arg)
 					}
 				}
 				return nil
@@ -200,11 +150,25 @@ func rmCmd(g *globals) *cobra.Command {
 func mvCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "mv OLD NEW",
-		Short: "Rename or move, atomically replacing NEW",
+		Short: "Rename or move, atomically replacing NEW (a file moved onto a directory goes into it)",
+		Long:  "Rename or move OLD to NEW, atomically replacing NEW; a file moved onto a\ndirectory goes into it, as with mv.\n\n" + pathRule,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				return conn.Client.Rename(cmd.Context(), args[0], args[1])
+				pa := g.paths(conn)
+				oldp, err := pa.path(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				newp, err := pa.path(ctx, args[1])
+				if err != nil {
+					return err
+				}
+				if _, err := conn.Client.Resolve(ctx, oldp); err != nil {
+					return failed("stat", err, args[0])
+				}
+				return failed("move", conn.Client.Rename(ctx, oldp, newp), args[0], args[1])
 			})
 		},
 	}
@@ -215,17 +179,22 @@ func statCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stat PATH",
 		Short: "Size, layout and, per stripe, its generation, PG and drives (like lfs getstripe)",
+		Long:  "Size, layout and, per stripe, its generation, PG and drives (like lfs getstripe).\n\n" + pathRule,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				a, err := conn.Client.Resolve(ctx, args[0])
+				p, err := g.paths(conn).path(ctx, args[0])
 				if err != nil {
 					return err
 				}
+				a, err := conn.Client.Resolve(ctx, p)
+				if err != nil {
+					return failed("stat", err, args[0])
+				}
 				l := a.Layout
 				fmt.Printf("path:    %s\ninode:   %d\ntype:    %s\nsize:    %d (%s)\nmode:    %s\n",
-					args[0], a.Ino, typeName(a.Type), a.Size, human(int64(a.Size)), modeString(a))
+					p, a.Ino, typeName(a.Type), a.Size, human(int64(a.Size)), modeString(a))
 				fmt.Printf("modify:  %s\nlayout:  pool %d, ec %d+%d, stripe unit %s, stripe %s\n",
 					time.Unix(0, a.Mtime).Format(time.RFC3339Nano), l.Pool, l.K, l.M, human(int64(l.Unit)),
 					human(client.StripeBytes(l)))

@@ -22,7 +22,7 @@ func main() {
 	defer stop()
 	root := newRoot()
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "poolfs:", err)
+		fmt.Fprintln(os.Stderr, "poolfs:", formatError(err))
 		code := 1
 		if errors.Is(err, client.ErrDataLoss) {
 			code = 3
@@ -44,7 +44,9 @@ func newRoot() *cobra.Command {
 		Short:         "poolfs: a parallel file system on declustered, erasure-coded disk pools",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	def := os.Getenv("POOLFS_DIR")
 	if def == "" {
 		def = "./poolfs-data"
@@ -75,7 +77,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(benchCmd(g))
 	root.AddCommand(mountCmd(g), setstripeCmd(g), getstripeCmd(g))
 	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g))
-	root.AddCommand(scrubCmd(g), sessionsCmd(g))
+	root.AddCommand(scrubCmd(g), sessionsCmd(g), versionCmd())
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)
 	return root

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -60,8 +61,10 @@ func mountCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mount MOUNTPOINT",
 		Short: "Mount the file system with FUSE until Ctrl-C, SIGTERM or umount",
-		Long: `Mount the cluster's file system on MOUNTPOINT (an existing directory). Any number
-of mounts of one cluster see one file system, with close-to-open consistency.
+		Long: `Mount the cluster's file system on MOUNTPOINT (an existing directory that is not
+a poolfs mount already). Any number of mounts of one cluster see one file system,
+with close-to-open consistency. Every path-taking command (ls, stat, put, get,
+setstripe, ...) accepts paths inside the mount as well as cluster paths.
 Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPOINT.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -86,7 +89,11 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 // serveMount mounts c on dir and serves until ctx is done (then unmounts)
 // or the file system is unmounted from outside.
 func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Options) error {
-	srv, err := fusefs.Mount(dir, c, o)
+	abs, err := mountPoint(dir)
+	if err != nil {
+		return err
+	}
+	srv, err := fusefs.Mount(abs, c, o)
 	if err != nil {
 		notifyMountStarted(err)
 		return err
@@ -122,6 +129,10 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	abs, err := mountPoint(dir)
+	if err != nil {
+		return nil, err
+	}
 	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
 	opts := clientOptions()
 	opts.OnRepair = mgmt.NewRepairBatcher(c.Mgmt, time.Second).Repaired // counted in status and events
@@ -133,7 +144,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		// wait.
 		mf.uring = os.Geteuid() == 0 && c.Config.Meta == ""
 	}
-	srv, err := fusefs.Mount(dir, cl, mf.options())
+	srv, err := fusefs.Mount(abs, cl, mf.options())
 	if err != nil {
 		dialer.Close()
 		return nil, err
@@ -145,6 +156,20 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		}
 		dialer.Close()
 	}, nil
+}
+
+// mountPoint checks that dir can take a poolfs mount and returns it as an
+// absolute path (the path the client session records, which lets
+// commands given a path inside the mount find its cluster).
+func mountPoint(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := checkNotMounted(abs); err != nil {
+		return "", err
+	}
+	return abs, nil
 }
 
 // clientOptions are the data path options of every client this process

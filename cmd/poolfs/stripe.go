@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +14,7 @@ import (
 func setstripeCmd(g *globals) *cobra.Command {
 	var unit, scheme string
 	var mirror int
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "setstripe DIR",
 		Short: "Set the layout (stripe unit, erasure scheme or mirror) that files created under DIR get",
@@ -20,20 +22,35 @@ func setstripeCmd(g *globals) *cobra.Command {
 now on inherit it; existing files keep theirs. The pool stays the directory's pool.
 --scheme K+M erasure-codes stripes over K+M drives, --mirror N keeps N copies; either
 may be narrower than the pool's stripe width (the drives of a placement group): a
-narrow stripe uses the first K+M drives of its placement group.`,
+narrow stripe uses the first K+M drives of its placement group. A layout without
+redundancy (--scheme K+0, --mirror 1) loses data with any one drive, so it needs
+--force.
+
+` + pathRule,
+		Example: `  poolfs setstripe /mnt/poolfs/ckpt --unit 4M
+  poolfs setstripe /db --mirror 3`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if scheme != "" && mirror != 0 {
+			mirrorSet := cmd.Flags().Changed("mirror")
+			if scheme != "" && mirrorSet {
 				return fmt.Errorf("setstripe: --scheme and --mirror exclude each other")
+			}
+			if mirrorSet && mirror < 1 {
+				return fmt.Errorf("setstripe: --mirror %d: want at least 1 copy (3 survive two drive failures)", mirror)
 			}
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				a, err := conn.Client.Resolve(ctx, args[0])
+				p, err := g.paths(conn).path(ctx, args[0])
 				if err != nil {
 					return err
 				}
+				a, err := conn.Client.Resolve(ctx, p)
+				if err != nil {
+					return failed("stat", err, args[0])
+				}
 				if a.Type != meta.TypeDir {
-					return fmt.Errorf("setstripe %s: %w", args[0], meta.ErrNotDir)
+					return &pathErr{op: "set the layout of", paths: []string{args[0]}, err: meta.ErrNotDir,
+						hint: "A layout is set on a directory; files created in it get it."}
 				}
 				l := a.Layout
 				if unit != "" {
@@ -49,11 +66,12 @@ narrow stripe uses the first K+M drives of its placement group.`,
 						return err
 					}
 					l.Mirror = false
-				case mirror != 0:
-					if mirror < 1 {
-						return fmt.Errorf("--mirror %d: want at least 1 copy", mirror)
-					}
+				case mirrorSet:
 					l.K, l.M, l.Mirror = 1, mirror-1, true
+				}
+				if (scheme != "" || mirrorSet) && l.M == 0 && !force {
+					return fmt.Errorf("setstripe %s: %s keeps no redundancy: a single failed drive loses the files created under it; give --force to set it anyway",
+						args[0], schemeString(l.K, l.M, l.Mirror))
 				}
 				if err := l.Validate(); err != nil {
 					return fmt.Errorf("setstripe %s: %w", args[0], err)
@@ -62,16 +80,19 @@ narrow stripe uses the first K+M drives of its placement group.`,
 				if err != nil {
 					return err
 				}
-				p, err := m.Pool(l.Pool)
+				pool, err := m.Pool(l.Pool)
 				if err != nil {
 					return err
 				}
-				if width := p.K + p.M; l.Width() > width {
+				if width := pool.K + pool.M; l.Width() > width {
 					return fmt.Errorf("setstripe %s: %s: pool %q places stripes on %d drives (%d+%d); a layout may use at most %d",
-						args[0], schemeString(l.K, l.M, l.Mirror), p.Name, width, p.K, p.M, width)
+						args[0], schemeString(l.K, l.M, l.Mirror), pool.Name, width, pool.K, pool.M, width)
 				}
 				if err := conn.Meta.SetLayout(ctx, a.Ino, l); err != nil {
 					return fmt.Errorf("setstripe %s: %w", args[0], err)
+				}
+				if l.M == 0 {
+					fmt.Fprintf(os.Stderr, "poolfs: warning: %s: files created here have no redundancy\n", args[0])
 				}
 				fmt.Println(layoutString(l))
 				return nil
@@ -80,7 +101,8 @@ narrow stripe uses the first K+M drives of its placement group.`,
 	}
 	cmd.Flags().StringVar(&unit, "unit", "", "stripe unit: bytes of one data fragment, e.g. 1M (default: keep)")
 	cmd.Flags().StringVar(&scheme, "scheme", "", "erasure scheme K+M, e.g. 8+2 or 4+2 (default: keep)")
-	cmd.Flags().IntVar(&mirror, "mirror", 0, "keep N copies of every stripe instead of erasure coding")
+	cmd.Flags().IntVar(&mirror, "mirror", 0, "keep N (at least 1) copies of every stripe instead of erasure coding")
+	cmd.Flags().BoolVar(&force, "force", false, "accept a layout without redundancy (--scheme K+0, --mirror 1)")
 	return cmd
 }
 
@@ -89,13 +111,18 @@ func getstripeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "getstripe PATH",
 		Short: "Print the layout of a file or directory (for files also the stripes written and their schemes)",
+		Long:  "Print the layout of a file or directory (for files also the stripes written\nand their schemes).\n\n" + pathRule,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				a, err := conn.Client.Resolve(ctx, args[0])
+				p, err := g.paths(conn).path(ctx, args[0])
 				if err != nil {
 					return err
+				}
+				a, err := conn.Client.Resolve(ctx, p)
+				if err != nil {
+					return failed("stat", err, args[0])
 				}
 				fmt.Printf("%s: %s\n", args[0], layoutString(a.Layout))
 				if a.Type != meta.TypeFile {

@@ -52,3 +52,8 @@ func toErrno(err error) syscall.Errno {
 	}
 	return syscall.EIO
 }
+
+// Errno is the errno an error of the client or the metadata service stands
+// for, by the same table as the mount's replies; other boundaries that
+// speak errno (the command line's messages) use it so that both agree.
+func Errno(err error) syscall.Errno { return toErrno(err) }
