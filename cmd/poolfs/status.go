@@ -97,6 +97,9 @@ func printDrives(w io.Writer, st *mgmt.Status) {
 		case d.Error != "":
 			state += " (" + d.Error + ")"
 		}
+		if d.Slow != "" {
+			state += " (" + d.Slow + ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%5.1f%% %s\t%d\t%d\t\n", d.ID, d.Server, state, human(d.Capacity),
 			human(d.Used), fill, fillBar(fill), d.Fragments, d.PGSlots)
 	}

@@ -98,6 +98,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&cfg.Layout, "layout", "declustered", "pool layout: declustered, or grouped (RAID-6 style groups of k+m drives, preservation drives as hot spares)")
 	f.StringVar(&cfg.DriveModel, "drive-model", "", "emulated drive speed: hdd-7200, hdd-10k, hdd-15k, ssd or none (kept in the map across restarts)")
 	f.Float64Var(&cfg.SpeedScale, "drive-speed-scale", 0, "scale the drive model's speed by this factor (0.1 = ten times slower), for small emulated drives")
+	f.DurationVar(&cfg.SlowDownAfter, "slow-drive-down-after", 0, "mark a drive flagged slow down once its probes take this long (default 2s)")
 	f.StringVar(&mountDir, "mount", "", "also mount the file system on this directory (FUSE), unmounted at exit")
 	mf.add(cmd)
 	return cmd

@@ -60,7 +60,11 @@ type Config struct {
 	// 1s); RebuildInterval how often the coordinator rescans (default 30s).
 	HealthInterval  time.Duration
 	RebuildInterval time.Duration
-	Logger          *slog.Logger
+	// SlowDownAfter: a drive flagged as far slower than its peers whose
+	// probes take this long, several in a row, is marked down (0: the
+	// default of mgmt.DefaultSlowPolicy). See mgmt.SlowPolicy.
+	SlowDownAfter time.Duration
+	Logger        *slog.Logger
 }
 
 func (c *Config) setDefaults() {

@@ -133,6 +133,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.Addr = ln.Addr().String()
 	c.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
 	c.Mgmt = mgmt.New(c.Store, c.dialer, c.log)
+	if cfg.SlowDownAfter != 0 {
+		sp := mgmt.DefaultSlowPolicy()
+		sp.DownAfter = cfg.SlowDownAfter
+		if err := c.Mgmt.SetSlowPolicy(sp); err != nil {
+			ln.Close()
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
 	m, err := c.loadOrCreateMap(ctx)
 	if err != nil {
 		ln.Close()

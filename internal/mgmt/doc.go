@@ -15,6 +15,15 @@
 // failed and rebuilt. Every change is a map epoch and an event (drive.down,
 // drive.up, drive.failed).
 //
+// Slow drives (slow.go). Each probe is timed. A drive whose probes take
+// longer than max(floor, factor × the median of its peers') several times in
+// a row is flagged slow (status, event drive.slow) and cleared when it is
+// back among its peers (drive.slow-cleared). A flagged drive whose probes
+// take SlowPolicy.DownAfter or longer is marked down, so new stripes go
+// around it and clients read around it, and is marked up only once it is no
+// longer slow; past the grace it is failed like any down drive. Probes and
+// status never wait longer than DownAfter and one second for a drive.
+//
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
 //     changed with compare-and-set, each change bumping Epoch by one;

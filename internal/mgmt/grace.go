@@ -22,10 +22,12 @@ const (
 	EventDownGrace = "pool.down-grace"
 )
 
-// probeTimeout bounds one reachability probe. A probe that times out does
-// not mark a drive down: a server busy with a rebuild may answer slowly, and
-// a false "down" would move data for nothing. Only a definite answer does:
-// the drive says it is offline, or its server refuses or drops connections.
+// probeTimeout is the most a probe may be given (SlowPolicy.DownAfter bounds
+// each one). A probe that times out does not by itself mark a drive down: a
+// server busy with a rebuild may answer slowly, and a false "down" would
+// move data for nothing. A definite answer does (the drive says it is
+// offline, or its server refuses or drops connections), and so does a drive
+// that stays far slower than its peers (slow.go).
 const probeTimeout = 10 * time.Second
 
 // unreachable reports whether err means that a drive does not answer for
@@ -36,14 +38,16 @@ func unreachable(err error) bool {
 
 // probe asks a drive for its usage through its storage server, as any
 // client would reach it.
-func (s *Service) probe(ctx context.Context, m *clustermap.Map, id placement.DriveID) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+// It returns how long the drive took to answer.
+func (s *Service) probe(ctx context.Context, m *clustermap.Map, id placement.DriveID) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.slow.p.DownAfter)
 	defer cancel()
+	start := time.Now()
 	drv, err := s.drives.Drive(m, id)
 	if err == nil {
 		_, err = drv.Stat(ctx)
 	}
-	return err
+	return time.Since(start), err
 }
 
 // setState moves a drive to a new state in a new map epoch; changed is
@@ -136,6 +140,7 @@ func (s *Service) CheckDrives(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, d := range m.Drives {
 		if d.State != clustermap.StateUp && d.State != clustermap.StateDown {
+			s.slow.forget(d.ID)
 			continue
 		}
 		wg.Add(1)
@@ -164,12 +169,17 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	if err != nil {
 		return
 	}
-	perr := s.probe(ctx, m, id)
+	lat, perr := s.probe(ctx, m, id)
 	if ctx.Err() != nil {
 		return
 	}
+	tooSlow := s.probeLatency(ctx, id, lat, perr)
+	_, slow := s.slow.slowDesc(id)
 	switch {
-	case perr == nil && d.State == clustermap.StateDown:
+	case tooSlow && d.State == clustermap.StateUp:
+		desc, _ := s.slow.slowDesc(id)
+		err = s.DriveDown(ctx, id, fmt.Sprintf("too slow (%s, down after %v)", desc, s.slow.p.DownAfter))
+	case perr == nil && d.State == clustermap.StateDown && !slow:
 		err = s.DriveUp(ctx, id, "answers again")
 	case perr != nil && d.State == clustermap.StateUp && unreachable(perr):
 		err = s.DriveDown(ctx, id, fmt.Sprintf("does not answer: %v", perr))

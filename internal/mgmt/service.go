@@ -31,6 +31,8 @@ type Service struct {
 	scrubOnce sync.Once
 	sc        *scrubber // see scrub()
 
+	slow *slowDetector // slow.go; its policy is set before use
+
 	mu struct {
 		sync.Mutex
 		m       *clustermap.Map
@@ -50,7 +52,7 @@ func New(store *meta.Store, drives client.Drives, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, drives: drives, log: log}
+	return &Service{store: store, drives: drives, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
 }
 
 // Load reads the stored map. It returns meta.ErrNotFound if there is none.

@@ -2,7 +2,6 @@ package mgmt
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"poolfs/internal/clustermap"
@@ -23,6 +22,8 @@ type DriveStatus struct {
 	// drive: it is declared failed and rebuilt when GraceLeft reaches 0.
 	DownSince int64   `json:"down_since,omitempty"`
 	GraceLeft float64 `json:"grace_left_sec,omitempty"`
+	// Slow describes a drive flagged as far slower than its peers (slow.go).
+	Slow string `json:"slow,omitempty"`
 }
 
 // PoolStatus is one pool in the status report.
@@ -96,9 +97,12 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 			st.Drives = append(st.Drives, DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State, Capacity: d.Capacity})
 		}
 	}
-	var wg sync.WaitGroup
+	var ask []int // the drives to ask for their usage, indexes into inMap
 	for i, d := range inMap {
 		ds := &st.Drives[i]
+		if d.State == clustermap.StateUp || d.State == clustermap.StateDown {
+			ds.Slow, _ = s.slow.slowDesc(d.ID)
+		}
 		if left, down := m.GraceLeft(d.ID, now); down {
 			ds.DownSince, ds.GraceLeft = d.DownSince, left.Seconds()
 			ds.Error = "not answering"
@@ -107,20 +111,9 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 		if d.State == clustermap.StateFailed {
 			continue // not asked: what it held is rebuilt elsewhere
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			drv, err := s.drives.Drive(m, d.ID)
-			if err == nil {
-				u, err2 := drv.Stat(ctx)
-				ds.Used, ds.Fragments, err = u.Used, u.Fragments, err2
-			}
-			if err != nil {
-				ds.Error = err.Error()
-			}
-		}()
+		ask = append(ask, i)
 	}
-	wg.Wait()
+	s.askDrives(ctx, m, inMap, st.Drives, ask) // status_ask.go
 	slots := map[placement.DriveID]int{}
 	for i := range m.Pools {
 		ps, err := s.poolStatus(ctx, m, &m.Pools[i], slots, now)

@@ -1,0 +1,224 @@
+package mgmt
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/sqlite"
+	"poolfs/internal/placement"
+)
+
+// TestSlowDetector: a drive is flagged after Probes slow probes, judged
+// against the median of its peers (not the floor alone), told to go down
+// only once flagged and past DownAfter Probes times, and cleared after
+// Probes normal probes.
+func TestSlowDetector(t *testing.T) {
+	p := SlowPolicy{Floor: 10 * time.Millisecond, Factor: 10, Probes: 2, DownAfter: time.Second}
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		peers time.Duration   // latency of drives 1..5
+		lats  []time.Duration // drive 0's probes
+		want  []slowVerdict
+	}{
+		{"fast like its peers", ms, []time.Duration{ms, 2 * ms, ms}, []slowVerdict{slowSame, slowSame, slowSame}},
+		{"above the floor, not above its peers", 50 * ms, []time.Duration{200 * ms, 300 * ms, 200 * ms}, []slowVerdict{slowSame, slowSame, slowSame}},
+		{"one slow probe is not enough", ms, []time.Duration{200 * ms, ms, 200 * ms, ms}, []slowVerdict{slowSame, slowSame, slowSame, slowSame}},
+		{"slow, then cleared", ms, []time.Duration{200 * ms, 200 * ms, 200 * ms, ms, ms, ms},
+			[]slowVerdict{slowSame, slowFlagged, slowSame, slowSame, slowCleared, slowSame}},
+		{"past DownAfter: down", ms, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second},
+			[]slowVerdict{slowSame, slowFlagged, slowDown, slowDown}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newSlowDetector(p)
+			for i, lat := range tc.lats {
+				for id := placement.DriveID(1); id < 6; id++ {
+					d.observe(id, tc.peers)
+				}
+				if got := d.observe(0, lat); got != tc.want[i] {
+					t.Fatalf("probe %d (%v): verdict %d, want %d", i, lat, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// latencyDrive answers Stat after a delay it can be given, or not at all
+// (hang, whatever its context says) until released.
+type latencyDrive struct {
+	chunkstore.Drive
+	mu    sync.Mutex
+	delay time.Duration
+	hang  chan struct{}
+}
+
+func (d *latencyDrive) set(delay time.Duration, hang chan struct{}) {
+	d.mu.Lock()
+	d.delay, d.hang = delay, hang
+	d.mu.Unlock()
+}
+
+func (d *latencyDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
+	d.mu.Lock()
+	delay, hang := d.delay, d.hang
+	d.mu.Unlock()
+	if hang != nil {
+		<-hang
+	}
+	if err := (chunkstore.SystemClock{}).Sleep(ctx, delay); err != nil {
+		return chunkstore.Usage{}, err
+	}
+	return chunkstore.Usage{Used: 4096, Fragments: 1}, nil
+}
+
+func (d *latencyDrive) ReadFragment(context.Context, erasure.FragmentKey, int64, int64, []byte) ([]byte, error) {
+	return nil, chunkstore.ErrNotFound
+}
+
+type latencyDrives []*latencyDrive
+
+func (ds latencyDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	return ds[id], nil
+}
+
+// newTestService starts a management service on a SQLite store with n
+// up drives that answer at once.
+func newTestService(t *testing.T, n int) (*Service, latencyDrives) {
+	t.Helper()
+	ctx := context.Background()
+	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	drives := make(latencyDrives, n)
+	for i := range drives {
+		drives[i] = &latencyDrive{}
+	}
+	s := New(meta.New(eng, meta.Options{}), drives, nil)
+	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
+		for i := range n {
+			m.Drives = append(m.Drives, clustermap.Drive{ID: placement.DriveID(i), State: clustermap.StateUp, Capacity: 1 << 30})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s, drives
+}
+
+// TestStatusWhileDriveHangs: status returns while one drive does not
+// answer at all, reporting it as not answering and the others as usual.
+func TestStatusWhileDriveHangs(t *testing.T) {
+	s, drives := newTestService(t, 4)
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	drives[2].set(0, hang)
+	done := make(chan *Status, 1)
+	go func() {
+		st, err := s.Status(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- st
+	}()
+	var st *Status
+	select {
+	case st = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("status is still waiting for the hung drive after 20s")
+	}
+	if st == nil {
+		return
+	}
+	for i, d := range st.Drives {
+		switch {
+		case i == 2 && d.Error != "not answering":
+			t.Fatalf("hung drive: error %q, want \"not answering\"", d.Error)
+		case i != 2 && (d.Error != "" || d.Fragments != 1):
+			t.Fatalf("drive %s: error %q, %d fragments; want its usage", d.ID, d.Error, d.Fragments)
+		}
+	}
+}
+
+// events returns the kinds of the events logged so far, in order.
+func events(t *testing.T, s *Service) []string {
+	t.Helper()
+	evs, err := s.store.Events(context.Background(), 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind+" "+e.Subject)
+	}
+	return kinds
+}
+
+func driveState(t *testing.T, s *Service, id placement.DriveID) (clustermap.DriveState, string) {
+	t.Helper()
+	st, err := s.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Drives[id].State, st.Drives[id].Slow
+}
+
+// TestSlowDriveFlaggedAndCleared: a drive whose probes stay far slower
+// than its peers' is flagged (status, event drive.slow) and cleared
+// (drive.slow-cleared) when it is fast again; one that stays slower than
+// DownAfter is marked down and comes back up only once it is fast again.
+func TestSlowDriveFlaggedAndCleared(t *testing.T) {
+	ctx := context.Background()
+	s, drives := newTestService(t, 6)
+	p := SlowPolicy{Floor: 20 * time.Millisecond, Factor: 10, Probes: 2, DownAfter: 400 * time.Millisecond}
+	if err := s.SetSlowPolicy(p); err != nil {
+		t.Fatal(err)
+	}
+	pass := func(n int) {
+		for range n {
+			s.CheckDrives(ctx)
+		}
+	}
+	pass(2)
+	drives[3].set(100*time.Millisecond, nil) // slow, but not past DownAfter
+	pass(2)
+	if st, slow := driveState(t, s, 3); st != clustermap.StateUp || slow == "" {
+		t.Fatalf("after 2 slow probes: drive state %s, slow %q; want up and flagged", st, slow)
+	}
+	if ev := strings.Join(events(t, s), ", "); ev != EventDriveSlow+" d03" {
+		t.Fatalf("events %q, want %s d03", ev, EventDriveSlow)
+	}
+	drives[3].set(0, nil)
+	pass(2)
+	if st, slow := driveState(t, s, 3); st != clustermap.StateUp || slow != "" {
+		t.Fatalf("after 2 normal probes: drive state %s, slow %q; want up, not flagged", st, slow)
+	}
+	if ev := strings.Join(events(t, s), ", "); ev != EventDriveSlow+" d03, "+EventDriveSlowCleared+" d03" {
+		t.Fatalf("events %q", ev)
+	}
+
+	// Past DownAfter: down, and not back up while still slow.
+	drives[3].set(time.Hour, nil)
+	pass(4)
+	if st, slow := driveState(t, s, 3); st != clustermap.StateDown || slow == "" {
+		t.Fatalf("after 4 probes past DownAfter: drive state %s, slow %q; want down and flagged", st, slow)
+	}
+	drives[3].set(0, nil)
+	pass(2)
+	if st, slow := driveState(t, s, 3); st != clustermap.StateUp || slow != "" {
+		t.Fatalf("fast again: drive state %s, slow %q; want up", st, slow)
+	}
+	want := []string{"drive.slow d03", "drive.slow-cleared d03", "drive.slow d03", "drive.down d03", "drive.slow-cleared d03", "drive.up d03"}
+	if ev := strings.Join(events(t, s), ", "); ev != strings.Join(want, ", ") {
+		t.Fatalf("events %q, want %q", ev, strings.Join(want, ", "))
+	}
+}
