@@ -27,6 +27,9 @@ func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
 	return chunkstore.WithFaults(drv)
 }
 
+// localCheckTimeout bounds the local health check's question to one drive.
+const localCheckTimeout = time.Second
+
 // healthLoop is the failure detector of an embedded cluster: every
 // HealthInterval it checks each up drive this server owns (its directory
 // still exists, Stat succeeds) and declares failed any drive that reports
@@ -83,7 +86,11 @@ func (c *Cluster) driveProblem(ctx context.Context, d clustermap.Drive) string {
 	if err := chunkstore.CheckDir(p); err != nil {
 		return fmt.Sprintf("drive directory %s is gone: %v", p, err)
 	}
-	if _, err := drv.Stat(ctx); errors.Is(err, chunkstore.ErrFailed) {
+	// A slow drive must not hold up the check of the others: slowness is
+	// the management service's to judge (mgmt.SlowPolicy).
+	sctx, cancel := context.WithTimeout(ctx, localCheckTimeout)
+	defer cancel()
+	if _, err := drv.Stat(sctx); errors.Is(err, chunkstore.ErrFailed) {
 		return fmt.Sprintf("I/O errors: %v", err)
 	}
 	return ""
