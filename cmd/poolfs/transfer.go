@@ -94,7 +94,7 @@ func putTarget(ctx context.Context, c *client.Client, local, arg, p string) (sho
 	case err == nil && a.Type == meta.TypeDir:
 		if local == "-" {
 			return "", "", &pathErr{op: "store stdin as", paths: []string{arg}, err: meta.ErrIsDir,
-				hint: fmt.Sprintf("Name the file: poolfs put - %s", path.Join(arg, "NAME"))}
+				hint: fmt.Sprintf("Name the file: try 'poolfs put - %s'.", path.Join(arg, "NAME"))}
 		}
 		name := filepath.Base(local)
 		shown, target = path.Join(arg, name), path.Join(p, name)
