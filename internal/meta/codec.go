@@ -3,6 +3,7 @@ package meta
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 )
 
@@ -11,6 +12,10 @@ import (
 // rejects trailing bytes; fuzz tests in codec_test.go hold them to it.
 
 const codecV1 = 1
+
+// codecV3 is the stripe record format with a checksum (encodeStripe).
+// Records of formats 1 and 2, written before, decode unchecked.
+const codecV3 = 3
 
 // codecV2 is the stripe record format that carries the stripe's own data
 // fragment count (StripeRec.K) after the drives. Stripe records of format 1
@@ -253,31 +258,54 @@ type storedStripe struct {
 
 func (s *storedStripe) raw() int64 { return int64(s.ShardSize) * int64(len(s.Drives)) }
 
-func encodeStripe(s *storedStripe) []byte {
-	e := enc{b: make([]byte, 0, 26+5*len(s.Drives))}
-	if s.K == 0 {
-		e.byte1(codecV1) // no scheme of its own: keep the old format
-	} else {
-		e.byte1(codecV2)
-	}
+// encodeStripe encodes stripe record s of file ino in format 3: the
+// fields of format 2 (K always present, 0 meaning the layout's) and a
+// CRC32C (big-endian) of the record's key (ino, stripe) and of the bytes
+// before it, so that a record damaged in the store, or found under another
+// key, fails to decode instead of reading as another stripe.
+func encodeStripe(ino Ino, s *storedStripe) []byte {
+	e := enc{b: make([]byte, 0, 31+5*len(s.Drives))}
+	e.byte1(codecV3)
 	e.uv(s.Gen)
 	e.uv(uint64(s.PG))
 	e.uv(uint64(s.Len))
 	e.uv(uint64(s.ShardSize))
 	e.uv(uint64(s.Pool))
 	e.u32s(s.Drives)
-	if s.K != 0 {
-		e.uv(uint64(s.K))
-	}
-	return e.b
+	e.uv(uint64(s.K))
+	return binary.BigEndian.AppendUint32(e.b, stripeCRC(ino, s.Stripe, e.b))
 }
 
-func decodeStripe(stripe uint64, b []byte) (storedStripe, error) {
-	d := dec{b: b}
+// stripeCRC is the checksum of a format 3 stripe record: CRC32C of the
+// key's ino and stripe (8 bytes big-endian each) and the record body.
+func stripeCRC(ino Ino, stripe uint64, body []byte) uint32 {
+	var k [16]byte
+	binary.BigEndian.PutUint64(k[:], uint64(ino))
+	binary.BigEndian.PutUint64(k[8:], stripe)
+	return crc32.Update(crc32.Checksum(k[:], castagnoli), castagnoli, body)
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// decodeStripe decodes the record of stripe of file ino in format 1, 2 or
+// 3, checking format 3's checksum.
+func decodeStripe(ino Ino, stripe uint64, b []byte) (storedStripe, error) {
 	var s storedStripe
 	s.Stripe = stripe
+	what := fmt.Sprintf("stripe %d of inode %d", stripe, ino)
+	if len(b) > 0 && b[0] == codecV3 {
+		if len(b) < 5 {
+			return s, fmt.Errorf("%s: short record: %w", what, ErrCorrupt)
+		}
+		body := b[:len(b)-4]
+		if binary.BigEndian.Uint32(b[len(body):]) != stripeCRC(ino, stripe, body) {
+			return s, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what, ErrCorrupt)
+		}
+		b = body
+	}
+	d := dec{b: b}
 	v := d.byte1()
-	if d.err == nil && v != codecV1 && v != codecV2 {
+	if d.err == nil && v != codecV1 && v != codecV2 && v != codecV3 {
 		d.fail("format version")
 	}
 	s.Gen = d.u64()
@@ -286,13 +314,13 @@ func decodeStripe(stripe uint64, b []byte) (storedStripe, error) {
 	s.ShardSize = d.u32()
 	s.Pool = d.u32()
 	s.Drives = d.u32s(MaxDrives)
-	if v == codecV2 {
+	if v == codecV2 || v == codecV3 {
 		s.K = int(d.uv(MaxDrives))
-		if d.err == nil && (s.K < 1 || s.K > len(s.Drives)) {
+		if d.err == nil && (s.K < 1 && v == codecV2 || s.K > len(s.Drives)) {
 			d.fail("stripe data fragment count")
 		}
 	}
-	return s, d.end(fmt.Sprintf("stripe %d", stripe))
+	return s, d.end(what)
 }
 
 func encodeGC(g *GCItem) []byte {

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -43,27 +44,66 @@ func FuzzDecodeDirent(f *testing.F) {
 }
 
 func FuzzDecodeStripe(f *testing.F) {
-	f.Add(encodeStripe(&storedStripe{StripeRec: StripeRec{Gen: 3, PG: 9, Len: 100, ShardSize: 4096, Drives: []uint32{1, 2, 3}}, Pool: 2}))
+	f.Add(encodeStripe(5, &storedStripe{StripeRec: StripeRec{Gen: 3, PG: 9, Len: 100, ShardSize: 4096, Drives: []uint32{1, 2, 3}}, Pool: 2}))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Add(encodeStripe(&storedStripe{StripeRec: StripeRec{Gen: 4, PG: 1, Len: 10, ShardSize: 4096, Drives: []uint32{7, 8, 9}, K: 1}}))
-	f.Add(encodeStripe(&storedStripe{StripeRec: StripeRec{Gen: 5, Len: 1 << 20, ShardSize: 1 << 18, Drives: []uint32{1, 2, 3, 4, 5, 6}, K: 4}, Pool: 1}))
+	f.Add(encodeStripe(5, &storedStripe{StripeRec: StripeRec{Gen: 4, PG: 1, Len: 10, ShardSize: 4096, Drives: []uint32{7, 8, 9}, K: 1}}))
+	f.Add(encodeStripe(5, &storedStripe{StripeRec: StripeRec{Gen: 5, Len: 1 << 20, ShardSize: 1 << 18, Drives: []uint32{1, 2, 3, 4, 5, 6}, K: 4}, Pool: 1}))
 	f.Add([]byte{2, 1, 0, 0, 0, 0, 1, 3, 2}) // K larger than the drives
 	f.Add([]byte{2, 1, 0, 0, 0, 0, 1, 3, 0}) // K = 0 in format 2
+	f.Add([]byte{2, 4, 1, 10, 0x80, 0x20, 0, 3, 7, 8, 9, 1})
+	f.Add([]byte{3, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := decodeStripe(5, b)
+		s, err := decodeStripe(5, 5, b)
 		if err != nil {
 			return
 		}
 		if len(s.Drives) > MaxDrives {
 			t.Fatalf("%d drives", len(s.Drives))
 		}
-		if s.K < 0 || s.K > len(s.Drives) || (b[0] == codecV2) != (s.K != 0) {
+		if s.K < 0 || s.K > len(s.Drives) || b[0] == codecV1 && s.K != 0 || b[0] == codecV2 && s.K == 0 {
 			t.Fatalf("format %d decoded K=%d of %d drives", b[0], s.K, len(s.Drives))
 		}
-		if s2, err := decodeStripe(5, encodeStripe(&s)); err != nil || !reflect.DeepEqual(s, s2) {
+		if s2, err := decodeStripe(5, 5, encodeStripe(5, &s)); err != nil || !reflect.DeepEqual(s, s2) {
 			t.Fatalf("round trip: %+v != %+v (%v)", s2, s, err)
 		}
 	})
+}
+
+// TestStripeRecordChecksum: records of formats 1 and 2 (written before
+// records had a checksum) still decode; a format 3 record with any bit
+// flipped, or read under another key, fails with ErrCorrupt.
+func TestStripeRecordChecksum(t *testing.T) {
+	want := storedStripe{StripeRec: StripeRec{Stripe: 1, Gen: 4, PG: 1, Len: 10, ShardSize: 4096, Drives: []uint32{7, 8, 9}, K: 1}}
+	for name, b := range map[string][]byte{
+		"format 2": {2, 4, 1, 10, 0x80, 0x20, 0, 3, 7, 8, 9, 1},
+		"format 3": encodeStripe(12, &want),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := decodeStripe(12, 1, b)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("decode: %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+	v1 := []byte{1, 4, 1, 10, 0x80, 0x20, 0, 3, 7, 8, 9}
+	if got, err := decodeStripe(12, 1, v1); err != nil || got.K != 0 || got.Gen != 4 {
+		t.Fatalf("format 1: %+v, %v", got, err)
+	}
+	b := encodeStripe(12, &want)
+	for i := range b {
+		for bit := 0; bit < 8; bit++ {
+			c := append([]byte(nil), b...)
+			c[i] ^= 1 << bit
+			if _, err := decodeStripe(12, 1, c); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("byte %d bit %d flipped: %v, want ErrCorrupt", i, bit, err)
+			}
+		}
+	}
+	for _, k := range [][2]uint64{{13, 1}, {12, 2}} {
+		if _, err := decodeStripe(Ino(k[0]), k[1], b); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record of 12/1 read as %d/%d: %v", k[0], k[1], err)
+		}
+	}
 }
 
 func FuzzDecodeGC(f *testing.F) {

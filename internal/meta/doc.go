@@ -54,7 +54,20 @@
 //	x <ino:8> <name>              extended attribute value
 //
 // Values use a versioned compact binary encoding (codec.go) whose
-// decoders are fuzzed.
+// decoders are fuzzed. Stripe records (format 3) end with a CRC32C of
+// their key and body: a record damaged in the store, or found under
+// another key, is an error wrapping ErrCorrupt that names the file and
+// stripe, never another stripe's data or a hole; records of formats 1
+// and 2, written before, decode unchecked.
+//
+// # Integrity of the store
+//
+// A store whose engine finds its own pages damaged (ErrStoreCorrupt, see
+// Checker and Store.CheckIntegrity) can hide records as well as garble
+// them; a hidden stripe reads as a hole. Engines check themselves when
+// opened and refuse a corrupt store; nothing deletes fragments on the
+// word of a store not verified sound (package mgmt). Backup (Backuper,
+// Store.Backup) writes a consistent copy of a running store.
 //
 // # How a stripe commit works
 //

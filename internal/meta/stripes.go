@@ -39,7 +39,7 @@ func (o *op) scanStripes(ino Ino, first, last uint64) ([]storedStripe, error) {
 	var out []storedStripe
 	var derr error
 	err := o.tx.Scan(stripeKey(ino, first), end, 0, func(k, v []byte) bool {
-		r, err := decodeStripe(stripeFromKey(k), v)
+		r, err := decodeStripe(ino, stripeFromKey(k), v)
 		if err != nil {
 			derr = err
 			return false
@@ -58,7 +58,7 @@ func (o *op) stripe(ino Ino, stripe uint64) (storedStripe, bool, error) {
 	if err != nil || !ok {
 		return storedStripe{}, false, err
 	}
-	r, err := decodeStripe(stripe, v)
+	r, err := decodeStripe(ino, stripe, v)
 	return r, err == nil, err
 }
 
@@ -116,7 +116,7 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 					grow -= olds[i].raw()
 				}
 			}
-			if err := o.tx.Put(stripeKey(ino, rec.Stripe), encodeStripe(&rec)); err != nil {
+			if err := o.tx.Put(stripeKey(ino, rec.Stripe), encodeStripe(ino, &rec)); err != nil {
 				return err
 			}
 			if err := o.tx.Put(pgKey(rec.Pool, rec.PG, StripeRef{ino, rec.Stripe, rec.Gen}), []byte{}); err != nil {
@@ -298,7 +298,7 @@ func (s *Store) ReplaceStripeDrives(ctx context.Context, ino Ino, stripe, gen ui
 			return nil
 		}
 		r.Drives = append([]uint32(nil), drives...)
-		if err := o.tx.Put(stripeKey(ino, stripe), encodeStripe(&r)); err != nil {
+		if err := o.tx.Put(stripeKey(ino, stripe), encodeStripe(ino, &r)); err != nil {
 			return err
 		}
 		return o.enqueueGC(GCItem{Ino: ino, Stripe: stripe, Gen: gen, Drives: moved, ShardSize: r.ShardSize})

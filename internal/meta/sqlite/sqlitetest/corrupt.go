@@ -53,3 +53,38 @@ func CorruptLeafPages(path string, pattern []byte) ([]int, error) {
 	}
 	return pages, os.WriteFile(path, b, 0o600)
 }
+
+// EditAfter calls edit with the bytes that follow each occurrence of
+// pattern in the database file at path (a stopped store: no WAL) up to the
+// end of its page, and writes back what edit changed: in a cell of poolfs's
+// kv table a key is followed by its value, so edit can damage the value of
+// one record while the page stays well-formed (no integrity check can see
+// it). It returns the number of occurrences.
+func EditAfter(path string, pattern []byte, edit func(rest []byte)) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) < 100 || string(b[:16]) != "SQLite format 3\x00" {
+		return 0, fmt.Errorf("sqlitetest: %s is not a SQLite database", path)
+	}
+	size := int(binary.BigEndian.Uint16(b[16:]))
+	if size == 1 {
+		size = 65536
+	}
+	n := 0
+	for i := 0; ; {
+		j := bytes.Index(b[i:], pattern)
+		if j < 0 {
+			break
+		}
+		at := i + j + len(pattern)
+		edit(b[at : (at/size+1)*size])
+		n++
+		i = at
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("sqlitetest: %s does not hold %x", path, pattern)
+	}
+	return n, os.WriteFile(path, b, 0o600)
+}
