@@ -54,6 +54,9 @@ func (f *File) Preallocate(ctx context.Context, off, n int64, keepSize bool) err
 func (f *File) preallocLocked(ctx context.Context, off, end int64, keepSize bool) error {
 	sb := f.stripeBytes()
 	first, last := uint64(off/sb), uint64((end-1)/sb)
+	if err := f.checkRoomLocked(ctx, first, last); err != nil {
+		return err
+	}
 	batch := uint64(4 * f.c.opts.StripesInFlight)
 	for s := first; s <= last; s += batch {
 		if err := f.preallocBatchLocked(ctx, s, min(last, s+batch-1), end, keepSize); err != nil {
@@ -61,6 +64,28 @@ func (f *File) preallocLocked(ctx context.Context, off, end int64, keepSize bool
 		}
 	}
 	return f.writebackLocked(ctx, false)
+}
+
+// checkRoomLocked fails with ErrPoolFull, before anything is written,
+// when the holes among stripes first..last, stored whole, would not fit
+// in the pool's limit as it is now (commits check again, exactly).
+func (f *File) checkRoomLocked(ctx context.Context, first, last uint64) error {
+	lay := f.mu.attr.Layout
+	used, limit, err := f.c.meta.PoolUsage(ctx, lay.Pool)
+	if err != nil || limit == 0 {
+		return err
+	}
+	recs, err := f.c.meta.Stripes(ctx, f.mu.attr.Ino, first, last)
+	if err != nil {
+		return err
+	}
+	holes := last - first + 1 - uint64(len(recs))
+	need := holes * uint64(lay.Width()) * uint64(lay.Unit)
+	if holes > (1<<62)/max(uint64(lay.Width())*uint64(lay.Unit), 1) || used+need > limit {
+		return fmt.Errorf("preallocate %s: %w: %d stripes need %d raw bytes, pool has %d of %d used",
+			f.name, ErrPoolFull, holes, need, used, limit)
+	}
+	return nil
 }
 
 // preallocBatchLocked preallocates stripes first..last of a range ending
