@@ -40,6 +40,7 @@ type Client struct {
 	maxBody int64
 	dialer  net.Dialer
 	slots   chan struct{} // one token per connection in use or being dialed
+	pool    bufPool       // record buffers of all connections
 
 	mu struct {
 		sync.Mutex
@@ -200,8 +201,8 @@ func (cc *clientConn) roundTrip(c *Client, method string, args, body []byte, res
 		return nil, true, &RemoteError{Code: code, Msg: string(res), sentinel: c.errs.decode(code)}
 	}
 	if !wantBody {
-		if _, err := cc.fr.br.Discard(h.bodyLen); err != nil {
-			return nil, false, unexpectedEOF(err)
+		if err := cc.fr.discardBody(h.bodyLen); err != nil {
+			return nil, false, err
 		}
 	} else {
 		if cap(dst) >= h.bodyLen {
@@ -287,8 +288,8 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	}
 	cc := &clientConn{
 		nc: nc,
-		fr: frameReader{br: bufio.NewReaderSize(nc, 64<<10), maxBody: c.maxBody},
-		fw: frameWriter{w: nc, maxBody: c.maxBody},
+		fr: frameReader{br: bufio.NewReaderSize(nc, readBufSize), maxBody: c.maxBody, pool: &c.pool},
+		fw: frameWriter{w: nc, maxBody: c.maxBody, pool: &c.pool},
 	}
 	if sc, ok := nc.(syscall.Conn); ok {
 		cc.raw, _ = sc.SyscallConn()
@@ -301,7 +302,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	nonce := make([]byte, nonceSize)
 	rand.Read(nonce)
-	err = clientHandshake(&cc.fr, nc, c.secret, nonce)
+	cc.fw.cs, cc.fr.cs, err = clientHandshake(cc.fr.br, nc, c.secret, nonce)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
@@ -310,7 +311,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) {
+		if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) || errors.Is(err, ErrUnavailable) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: handshake: %w", ErrUnavailable, err)

@@ -1,7 +1,8 @@
-// Package rpc is poolfs's authenticated request/response RPC over TCP, used
-// for both control calls (small JSON arguments) and the data path (bodies of
-// a few MiB at GB/s), so a call costs one write (or writev) and a few reads
-// per side and a body is copied once, socket to buffer, on each side.
+// Package rpc is poolfs's authenticated, encrypted request/response RPC
+// over TCP, used for both control calls (small JSON arguments) and the data
+// path (bodies of a few MiB at GB/s), so a small call costs one write and
+// a few reads per side, and a body is sealed or opened once on each side,
+// in cache-sized records, besides the socket copy.
 //
 // # Model
 //
@@ -16,28 +17,85 @@
 // # Handshake
 //
 // Every connection starts with mutual challenge-response over the cluster
-// secret (at least MinSecretLen bytes), within 10 seconds:
+// secret (at least MinSecretLen bytes), in clear:
 //
-//	server → client  "PFS1" | serverNonce[32]
-//	client → server  clientNonce[32] | HMAC-SHA256(secret, "client"|serverNonce|clientNonce)
-//	server → client  auth frame carrying HMAC-SHA256(secret, "server"|clientNonce|serverNonce)
+//	server → client  "PFS2" | serverNonce[32]
+//	client → server  clientNonce[32] | HMAC-SHA256(secret, "poolfs rpc v2 client"|serverNonce|clientNonce)
+//	server → client  auth frame carrying HMAC-SHA256(secret, "poolfs rpc v2 server"|clientNonce|serverNonce)
 //
 // MACs are compared in constant time. On a wrong client MAC the server sends
 // an error frame with code "auth" and closes; Dial returns ErrAuth. The
-// client also returns ErrAuth if the server's MAC is wrong.
+// client also returns ErrAuth if the server's MAC is wrong. A server at
+// MaxConns answers a right MAC with code "busy" instead; the client returns
+// ErrUnavailable naming the limit.
 //
-// Known limitation: after the handshake, frames are neither encrypted nor
-// individually authenticated. The handshake proves who opened the
-// connection, but anyone on the path can read or tamper with the traffic.
-// poolfs assumes a trusted cluster network; TLS is the planned remedy.
+// The fourth byte is the protocol version. A client of this version facing
+// a version 1 server fails with ErrProtocol naming both versions; a version
+// 1 client facing this server fails at its first check with "bad server
+// hello" (ErrProtocol) before sending anything, and a version 1 hello could
+// not pass anyway: the MAC labels differ.
+//
+// # Admission
+//
+// Until a client has proved the secret its connection costs the server a
+// goroutine, a socket and fixed arrays, no buffer: the hello is read
+// straight from the socket, and the first bytes a client may send are its
+// 64-byte hello. The handshake must end within
+// ServerOptions.HandshakeTimeout (default 3 s). At most MaxPending
+// connections (default 128) may be in the handshake; when another arrives
+// the oldest is closed, so a flood of connections that stall cannot keep a
+// real client, which answers in one round trip, from getting in.
+// Authenticated connections are bounded by MaxConns (default 8192).
+// Server.Stats counts them and the evictions and refusals.
+//
+// # Records: what is protected
+//
+// Every byte after the handshake travels in records sealed with AES-256-GCM.
+// Each direction has its own key, derived with HKDF-SHA256 from the secret,
+// salted with both nonces ("poolfs rpc v2 client to server", "... server to
+// client"), so every connection and direction has fresh keys. A record's
+// nonce is its sequence number in its direction. A record holds at most
+// 65520 bytes of plaintext plus a 16-byte tag (64 KiB on the wire); a frame
+// is one record holding its header, then its name and args cut into
+// records, then its body cut into records (empty sections have none). The
+// receiver knows every record's length from the header record, which it
+// opens before reading or allocating anything else.
+//
+// So, against anyone on the path who lacks the secret:
+//   - Contents (methods, args, bodies, error messages) are confidential.
+//   - A record altered, replayed (from this connection or another),
+//     reordered, dropped, or injected fails to open: the receiver closes the
+//     connection, nothing of that frame reaches a handler or a caller, and
+//     the error wraps both ErrTampered and ErrProtocol (the server logs it;
+//     a client whose request was tampered with sees the connection close,
+//     ErrUnavailable, since it cannot know why). A stream cut short is
+//     an unexpected EOF. Either way the call fails; it is never half done.
+//   - Connections cannot be hijacked after the handshake.
+//
+// What it does not protect:
+//   - Forward secrecy: the keys are derived from the long-lived secret and
+//     nonces sent in clear, so whoever gets the secret later can decrypt
+//     recorded traffic, and can impersonate any server or client. There is
+//     no per-connection Diffie-Hellman.
+//   - All holders of the secret are equal: any node can call any method and
+//     serve any address; there are no per-node identities or revocation
+//     short of changing the secret on every node.
+//   - Traffic analysis: frame timing and sizes (to within a record) show.
+//   - Availability: anyone on the path can drop or reset connections (calls
+//     fail with ErrUnavailable), and anyone who can reach the port can keep
+//     the pending table full (MaxPending), which a real client then has to
+//     outrun by one round trip.
+//   - The handshake verdict is in clear: a forged "auth" or "busy" verdict
+//     makes a Dial fail, it cannot make one succeed.
 //
 // # Frames
 //
-// A frame is a fixed 26-byte big-endian header followed by three sections:
+// A frame's header is a fixed 26-byte big-endian record followed by two
+// sections:
 //
 //	magic u16 = 0x5046 | type u8 | flags u8 (0) | request id u64 |
 //	name length u16 | args length u32 | body length u64
-//	name (method, or error code) | args (JSON; error message text) | body (raw)
+//	name (method, or error code) + args (JSON; error message text) | body (raw)
 //
 // Types are request, response, error and (handshake only) auth. A response
 // or error echoes the request id. Lengths are checked before anything is
@@ -45,8 +103,13 @@
 // DefaultMaxBody, 256 MiB; set the same on servers and clients). A frame
 // over the limits or otherwise malformed is a protocol error: the reader
 // closes the connection (the client also returns ErrProtocol). Args buffers
-// grow only as data arrives; body buffers are sized from the header, which
-// is bounded by MaxBody and only accepted after authentication.
+// grow only as records arrive; body buffers are sized from the header,
+// which is bounded by MaxBody and authenticated.
+//
+// A body is sealed from the caller's slice into a pooled buffer of up to
+// 256 KiB, written each time it fills, and opened record by record from a
+// pooled 64 KiB buffer (still in the CPU cache) into the destination: each
+// side reads or writes the body once besides the socket copy.
 //
 // # Errors
 //
@@ -66,7 +129,8 @@
 //     Response.Done (if set) once it no longer needs it.
 //   - The body passed to Call and CallBody is only read during the call.
 //   - CallBody reads the response body into dst when cap(dst) is large
-//     enough, else into a fresh slice; the caller owns the result.
+//     enough, else into a fresh slice; the caller owns the result. If the
+//     call fails, dst may hold part of the body.
 //
 // # Cancellation
 //

@@ -12,9 +12,14 @@ import (
 var (
 	// ErrAuth means the handshake failed: the peers do not share the secret.
 	ErrAuth = errors.New("rpc: authentication failed")
-	// ErrProtocol means a peer sent a malformed or over-limit frame; the
-	// connection is closed.
+	// ErrProtocol means a peer sent a malformed or over-limit frame, or
+	// speaks another protocol version; the connection is closed.
 	ErrProtocol = errors.New("rpc: protocol error")
+	// ErrTampered means a record failed authentication: it was altered,
+	// replayed, reordered, injected or cut short on the way (or a record
+	// before it was dropped). It comes wrapped together with ErrProtocol;
+	// the connection is closed and nothing of the frame is delivered.
+	ErrTampered = errors.New("rpc: frame failed authentication (altered, replayed, reordered or injected in transit)")
 	// ErrNoMethod is returned (remotely) for a method nobody registered.
 	ErrNoMethod = errors.New("rpc: no such method")
 	// ErrInternal is returned (remotely) for handler errors that match no
@@ -33,6 +38,7 @@ const (
 	codeInternal = "internal"
 	codeNoMethod = "nomethod"
 	codeAuth     = "auth"
+	codeBusy     = "busy" // handshake verdict only: server at MaxConns
 	codeCanceled = "canceled"
 	codeDeadline = "deadline"
 )

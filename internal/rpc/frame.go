@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
+	"slices"
 )
 
 // Frame layout (big endian), headerSize bytes, then method, args, body:
@@ -21,13 +21,8 @@ const (
 	// DefaultMaxBody is the default limit on a frame body, in both directions.
 	DefaultMaxBody = 256 << 20
 
-	// smallWrite is the largest body copied into the header buffer and sent
-	// with one write; larger bodies are sent with writev straight from the
-	// caller's slice.
-	smallWrite = 32 << 10
-	// argsChunk is the step by which a large args buffer grows as data
-	// arrives, so a peer cannot make us allocate more than it sends.
-	argsChunk = 64 << 10
+	// readBufSize is the read buffer of an authenticated connection.
+	readBufSize = 64 << 10
 	// keepScratch is the largest scratch buffer kept between frames.
 	keepScratch = 1 << 20
 )
@@ -93,43 +88,50 @@ func parseHeader(b []byte, maxBody int64) (header, error) {
 	return h, nil
 }
 
-// frameReader reads frames from a buffered connection. The caller reads the
-// body itself (readBody or br.Discard) after readMeta.
+// frameReader reads and opens the frames of one direction of an
+// authenticated connection. The caller reads the body itself (readBody or
+// discardBody) after readMeta.
 type frameReader struct {
 	br      *bufio.Reader
 	maxBody int64
-	hdr     [headerSize]byte
+	cs      cipherState
+	pool    *bufPool // record buffers
+	hdr     [sealedHeaderSize]byte
 	scratch []byte // backs name and args of the current frame
 }
 
 // readHeader reads the next header. A clean close between frames is io.EOF;
-// a bad header wraps ErrProtocol.
+// a bad header wraps ErrProtocol, an altered or out-of-order one also
+// ErrTampered.
 func (r *frameReader) readHeader() (header, error) {
 	if _, err := io.ReadFull(r.br, r.hdr[:]); err != nil {
 		return header{}, err
 	}
-	return parseHeader(r.hdr[:], r.maxBody)
+	plain, err := r.cs.open(r.hdr[:0], r.hdr[:])
+	if err != nil {
+		return header{}, err
+	}
+	return parseHeader(plain, r.maxBody)
 }
 
 // readMeta reads the name and args of h. They alias a scratch buffer that
-// is valid until the next readMeta.
+// is valid until the next readMeta. Records are read and opened in place in
+// the scratch buffer, which grows only as records arrive, so a peer cannot
+// make us allocate much more than it sends.
 func (r *frameReader) readMeta(h header) (name, args []byte, err error) {
 	n := h.nameLen + h.argsLen
 	buf := r.scratch[:0]
 	for len(buf) < n {
-		step := n - len(buf)
-		if len(buf)+step > cap(buf) {
-			// Grow no faster than the data arrives: at most doubling,
-			// in steps of at least argsChunk.
-			step = min(step, max(len(buf), argsChunk))
-			if len(buf)+step > cap(buf) {
-				buf = append(buf[:cap(buf)], make([]byte, len(buf)+step-cap(buf))...)[:len(buf)]
-			}
-		}
-		if _, err := io.ReadFull(r.br, buf[len(buf):len(buf)+step]); err != nil {
+		m := min(n-len(buf), recordMax)
+		buf = slices.Grow(buf, m+tagSize)
+		rec := buf[len(buf) : len(buf)+m+tagSize]
+		if _, err := io.ReadFull(r.br, rec); err != nil {
 			return nil, nil, unexpectedEOF(err)
 		}
-		buf = buf[:len(buf)+step]
+		if _, err := r.cs.open(rec[:0], rec); err != nil {
+			return nil, nil, err
+		}
+		buf = buf[:len(buf)+m]
 	}
 	r.scratch = buf
 	if cap(buf) > keepScratch {
@@ -138,11 +140,41 @@ func (r *frameReader) readMeta(h header) (name, args []byte, err error) {
 	return buf[:h.nameLen:h.nameLen], buf[h.nameLen:n:n], nil
 }
 
-// readBody reads exactly len(dst) bytes. bufio reads large slices straight
-// from the socket, so a big body is copied once, kernel to dst.
+// readBody reads and opens the body section into dst (exactly len(dst)
+// bytes). Each record is read into a pooled record buffer, which stays in
+// the CPU cache, and decrypted from there into dst: the body crosses
+// memory once. On error dst holds an undefined prefix of the body.
 func (r *frameReader) readBody(dst []byte) error {
-	_, err := io.ReadFull(r.br, dst)
-	return unexpectedEOF(err)
+	return r.readSection(dst, len(dst))
+}
+
+// discardBody reads, checks and drops a body section of n bytes.
+func (r *frameReader) discardBody(n int) error {
+	return r.readSection(nil, n)
+}
+
+func (r *frameReader) readSection(dst []byte, n int) error {
+	if n == 0 {
+		return nil
+	}
+	handle, rec := r.pool.get(min(sealedLen(n), sealedMax))
+	defer r.pool.put(handle)
+	for off := 0; off < n; {
+		m := min(n-off, recordMax)
+		sealed := rec[:m+tagSize]
+		if _, err := io.ReadFull(r.br, sealed); err != nil {
+			return unexpectedEOF(err)
+		}
+		out := sealed[:0] // discarding: open in place
+		if dst != nil {
+			out = dst[off:off]
+		}
+		if _, err := r.cs.open(out, sealed); err != nil {
+			return err
+		}
+		off += m
+	}
+	return nil
 }
 
 func unexpectedEOF(err error) error {
@@ -152,14 +184,18 @@ func unexpectedEOF(err error) error {
 	return err
 }
 
-// frameWriter writes whole frames with one write or writev call; there is
-// never more than one frame in flight per connection, so no bufio.Writer is
-// needed: header, name and args are assembled in scratch, and a large body
-// goes out as a second iovec without being copied.
+// frameWriter seals and writes whole frames. There is never more than one
+// frame in flight per connection: the records of a frame are sealed into a
+// pooled buffer of up to writeBatch bytes, written with one write call
+// each time it fills, so a small frame costs one write and a body is read
+// once, from the caller's slice, by the cipher.
 type frameWriter struct {
 	w       io.Writer
 	maxBody int64
-	scratch []byte
+	cs      cipherState
+	pool    *bufPool
+	hdr     [headerSize]byte // a field, not a local: the cipher would make a local escape
+	out     []byte           // the pooled buffer of the frame being written
 }
 
 func (w *frameWriter) write(typ frameType, id uint64, name string, args, body []byte) error {
@@ -171,23 +207,48 @@ func (w *frameWriter) write(typ frameType, id uint64, name string, args, body []
 	case int64(len(body)) > w.maxBody:
 		return fmt.Errorf("%w: body of %d bytes > %d", ErrProtocol, len(body), w.maxBody)
 	}
-	h := header{typ: typ, id: id, nameLen: len(name), argsLen: len(args), bodyLen: len(body)}
-	b := append(w.scratch[:0], make([]byte, headerSize)...)
-	putHeader(b, h)
-	b = append(b, name...)
-	b = append(b, args...)
-	var err error
-	if len(body) <= smallWrite {
-		b = append(b, body...)
-		_, err = w.w.Write(b)
-	} else {
-		bufs := net.Buffers{b, body}
-		_, err = bufs.WriteTo(w.w)
+	hdr := w.hdr[:]
+	putHeader(hdr, header{typ: typ, id: id, nameLen: len(name), argsLen: len(args), bodyLen: len(body)})
+	total := sealedHeaderSize + sealedLen(len(name)+len(args)) + sealedLen(len(body))
+	handle, buf := w.pool.get(min(total, writeBatch))
+	defer func() {
+		w.out = nil
+		w.pool.put(handle)
+	}()
+	w.out = w.cs.seal(buf[:0], hdr)
+	if err := w.section(name, args); err != nil {
+		return err
 	}
-	if cap(b) <= keepScratch {
-		w.scratch = b[:0]
-	} else {
-		w.scratch = nil
+	if err := w.section("", body); err != nil {
+		return err
 	}
+	_, err := w.w.Write(w.out)
 	return err
+}
+
+// section seals a followed by b as one section, writing out whenever the
+// next record would not fit. A record that lies in b alone is sealed
+// straight from b; one that spans a and b is gathered in out and sealed in
+// place.
+func (w *frameWriter) section(a string, b []byte) error {
+	for len(a)+len(b) > 0 {
+		m := min(len(a)+len(b), recordMax)
+		if len(w.out)+m+tagSize > cap(w.out) {
+			if _, err := w.w.Write(w.out); err != nil {
+				return err
+			}
+			w.out = w.out[:0]
+		}
+		if len(a) == 0 {
+			w.out = w.cs.seal(w.out, b[:m])
+			b = b[m:]
+			continue
+		}
+		start := len(w.out)
+		na := min(len(a), m)
+		w.out = append(append(w.out, a[:na]...), b[:m-na]...)
+		w.out = w.cs.seal(w.out[:start], w.out[start:start+m])
+		a, b = a[na:], b[m-na:]
+	}
+	return nil
 }

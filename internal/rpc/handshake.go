@@ -8,19 +8,29 @@ import (
 	"time"
 )
 
-// Handshake (see doc.go):
+// Handshake (see doc.go), in clear; every byte after it is in records:
 //
-//	server → client: "PFS1" | serverNonce[32]
-//	client → server: clientNonce[32] | HMAC(secret, "client"|serverNonce|clientNonce)
-//	server → client: typeAuth frame, args = HMAC(secret, "server"|clientNonce|serverNonce)
-//	             or: typeError frame, code "auth", then close
+//	server → client: "PFS2" | serverNonce[32]
+//	client → server: clientNonce[32] | HMAC(secret, "poolfs rpc v2 client"|serverNonce|clientNonce)
+//	server → client: typeAuth frame, args = HMAC(secret, "poolfs rpc v2 server"|clientNonce|serverNonce)
+//	             or: typeError frame, code "auth" or "busy", then close
+//
+// The server holds no buffer for a connection until the client's MAC is
+// checked: the hello is read into a fixed array straight from the socket.
 const (
-	handshakeMagic   = "PFS1"
+	handshakePrefix  = "PFS"
+	protocolVersion  = '2'
 	nonceSize        = 32
 	macSize          = sha256.Size
-	serverHelloSize  = len(handshakeMagic) + nonceSize
+	serverHelloSize  = len(handshakePrefix) + 1 + nonceSize
 	clientHelloSize  = nonceSize + macSize
-	handshakeTimeout = 10 * time.Second
+	handshakeTimeout = 10 * time.Second // client side; the server's is ServerOptions.HandshakeTimeout
+
+	macLabelClient = "poolfs rpc v2 client"
+	macLabelServer = "poolfs rpc v2 server"
+	// maxVerdictArgs bounds the args of the verdict frame (a MAC or a short
+	// refusal message).
+	maxVerdictArgs = 1024
 
 	// MinSecretLen is the shortest cluster secret accepted.
 	MinSecretLen = 16
@@ -41,82 +51,113 @@ func handshakeMAC(secret []byte, label string, a, b []byte) []byte {
 	return m.Sum(nil)
 }
 
-// parseServerHello returns the server nonce from a server hello.
+// parseServerHello returns the server nonce from a server hello. A poolfs
+// server of another protocol version gets an error naming both versions.
 func parseServerHello(b []byte) (nonce []byte, err error) {
-	if len(b) != serverHelloSize || string(b[:len(handshakeMagic)]) != handshakeMagic {
+	if len(b) != serverHelloSize || string(b[:len(handshakePrefix)]) != handshakePrefix {
 		return nil, fmt.Errorf("%w: bad server hello (not a poolfs rpc server?)", ErrProtocol)
 	}
-	return b[len(handshakeMagic):], nil
+	if v := b[len(handshakePrefix)]; v != protocolVersion {
+		return nil, fmt.Errorf("%w: server speaks rpc protocol version %q, this client speaks %q: run the same poolfs release on every machine",
+			ErrProtocol, v, protocolVersion)
+	}
+	return b[len(handshakePrefix)+1:], nil
 }
 
-// parseClientHello splits a client hello into nonce and MAC.
-func parseClientHello(b []byte) (nonce, mac []byte, err error) {
-	if len(b) != clientHelloSize {
-		return nil, nil, fmt.Errorf("%w: bad client hello", ErrProtocol)
+// plainFrame encodes a handshake verdict frame (in clear, id 0, no body).
+func plainFrame(typ frameType, name string, args []byte) []byte {
+	b := make([]byte, headerSize, headerSize+len(name)+len(args))
+	putHeader(b, header{typ: typ, nameLen: len(name), argsLen: len(args)})
+	return append(append(b, name...), args...)
+}
+
+// readVerdict reads the server's verdict frame, of at most a few hundred
+// bytes, checking its header before reading the rest.
+func readVerdict(r io.Reader) (h header, name, args []byte, err error) {
+	var hdr [headerSize]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return header{}, nil, nil, err
 	}
-	return b[:nonceSize], b[nonceSize:], nil
+	h, err = parseHeader(hdr[:], 0)
+	if err != nil {
+		return header{}, nil, nil, err
+	}
+	if h.bodyLen != 0 || h.argsLen > maxVerdictArgs || h.id != 0 {
+		return header{}, nil, nil, fmt.Errorf("%w: bad handshake verdict frame", ErrProtocol)
+	}
+	buf := make([]byte, h.nameLen+h.argsLen)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return header{}, nil, nil, unexpectedEOF(err)
+	}
+	return h, buf[:h.nameLen], buf[h.nameLen:], nil
 }
 
 // serverHandshake authenticates the client on a fresh connection; nonce is
-// the server's fresh random nonce. On a wrong MAC it sends an "auth" error
-// frame and returns ErrAuth; the caller closes the connection.
-func serverHandshake(r *frameReader, w io.Writer, secret, nonce []byte) error {
-	hello := make([]byte, 0, serverHelloSize)
-	hello = append(append(hello, handshakeMagic...), nonce...)
-	if _, err := w.Write(hello); err != nil {
-		return err
+// the server's fresh random nonce. Once the client's MAC is right, admit
+// decides whether the connection may stay (nil) or is refused (the error's
+// text goes to the client in a "busy" frame). It returns the ciphers of
+// both directions. On a wrong MAC it sends an "auth" error frame and
+// returns ErrAuth. On any error the caller closes the connection.
+func serverHandshake(rw io.ReadWriter, secret, nonce []byte, admit func() error) (c2s, s2c cipherState, err error) {
+	var hello [serverHelloSize]byte
+	copy(hello[:], handshakePrefix)
+	hello[len(handshakePrefix)] = protocolVersion
+	copy(hello[len(handshakePrefix)+1:], nonce)
+	if _, err := rw.Write(hello[:]); err != nil {
+		return c2s, s2c, err
 	}
 	var msg [clientHelloSize]byte
-	if _, err := io.ReadFull(r.br, msg[:]); err != nil {
-		return err
+	if _, err := io.ReadFull(rw, msg[:]); err != nil {
+		return c2s, s2c, err
 	}
-	clientNonce, mac, err := parseClientHello(msg[:])
-	if err != nil {
-		return err
-	}
-	fw := frameWriter{w: w}
-	if !hmac.Equal(mac, handshakeMAC(secret, "client", nonce, clientNonce)) {
+	clientNonce, mac := msg[:nonceSize], msg[nonceSize:]
+	if !hmac.Equal(mac, handshakeMAC(secret, macLabelClient, nonce, clientNonce)) {
 		// Best effort: the client learns why before we hang up.
-		_ = fw.write(typeError, 0, codeAuth, []byte(ErrAuth.Error()), nil)
-		return ErrAuth
+		_, _ = rw.Write(plainFrame(typeError, codeAuth, []byte(ErrAuth.Error())))
+		return c2s, s2c, ErrAuth
 	}
-	return fw.write(typeAuth, 0, "", handshakeMAC(secret, "server", clientNonce, nonce), nil)
+	if err := admit(); err != nil {
+		_, _ = rw.Write(plainFrame(typeError, codeBusy, []byte(err.Error())))
+		return c2s, s2c, err
+	}
+	if c2s, s2c, err = sessionKeys(secret, nonce, clientNonce); err != nil {
+		return c2s, s2c, err
+	}
+	_, err = rw.Write(plainFrame(typeAuth, "", handshakeMAC(secret, macLabelServer, clientNonce, nonce)))
+	return c2s, s2c, err
 }
 
 // clientHandshake authenticates the server; nonce is the client's fresh
-// random nonce. It returns ErrAuth if either side rejects the other.
-func clientHandshake(r *frameReader, w io.Writer, secret, nonce []byte) error {
+// random nonce. It returns the ciphers of both directions, or ErrAuth if
+// either side rejects the other, or ErrUnavailable if the server refuses
+// the connection for now (at its connection limit).
+func clientHandshake(r io.Reader, w io.Writer, secret, nonce []byte) (c2s, s2c cipherState, err error) {
 	var msg [serverHelloSize]byte
-	if _, err := io.ReadFull(r.br, msg[:]); err != nil {
-		return err
+	if _, err := io.ReadFull(r, msg[:]); err != nil {
+		return c2s, s2c, err
 	}
 	serverNonce, err := parseServerHello(msg[:])
 	if err != nil {
-		return err
+		return c2s, s2c, err
 	}
 	reply := make([]byte, 0, clientHelloSize)
-	reply = append(append(reply, nonce...), handshakeMAC(secret, "client", serverNonce, nonce)...)
+	reply = append(append(reply, nonce...), handshakeMAC(secret, macLabelClient, serverNonce, nonce)...)
 	if _, err := w.Write(reply); err != nil {
-		return err
+		return c2s, s2c, err
 	}
-	h, err := r.readHeader()
+	h, name, args, err := readVerdict(r)
 	if err != nil {
-		return err
-	}
-	if h.bodyLen != 0 || h.argsLen > 1024 || h.id != 0 {
-		return fmt.Errorf("%w: bad handshake verdict frame", ErrProtocol)
-	}
-	name, args, err := r.readMeta(h)
-	if err != nil {
-		return err
+		return c2s, s2c, err
 	}
 	switch {
 	case h.typ == typeError && string(name) == codeAuth:
-		return ErrAuth
+		return c2s, s2c, ErrAuth
+	case h.typ == typeError && string(name) == codeBusy:
+		return c2s, s2c, fmt.Errorf("%w: server refused the connection: %q", ErrUnavailable, args)
 	case h.typ != typeAuth || len(name) != 0 || len(args) != macSize:
-		return fmt.Errorf("%w: bad handshake verdict frame", ErrProtocol)
-	case !hmac.Equal(args, handshakeMAC(secret, "server", nonce, serverNonce)):
-		return fmt.Errorf("%w: server does not know the secret", ErrAuth)
+		return c2s, s2c, fmt.Errorf("%w: bad handshake verdict frame", ErrProtocol)
+	case !hmac.Equal(args, handshakeMAC(secret, macLabelServer, nonce, serverNonce)):
+		return c2s, s2c, fmt.Errorf("%w: server does not know the secret", ErrAuth)
 	}
-	return nil
+	return sessionKeys(secret, serverNonce, nonce)
 }

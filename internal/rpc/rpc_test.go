@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +74,8 @@ func registerEcho(s *Server) {
 func TestRoundTrip(t *testing.T) {
 	_, addr := startServer(t, ServerOptions{}, registerEcho)
 	c := dialTest(t, addr, ClientOptions{})
-	for _, size := range []int{0, 1, 100, smallWrite + 1, 4 << 20} {
+	// Sizes around the record and write-batch boundaries.
+	for _, size := range []int{0, 1, 100, recordMax - 1, recordMax, recordMax + 1, 2 * recordMax, writeBatch + 1, 4 << 20} {
 		t.Run(fmt.Sprintf("body=%d", size), func(t *testing.T) {
 			body := make([]byte, size)
 			for i := range body {
@@ -104,6 +106,23 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("Call: %v %+v", err, res)
 			}
 		})
+	}
+}
+
+// Args and results larger than a record: the name-and-args section spans
+// records, and its first record gathers the name and the start of the args.
+func TestRoundTripLargeArgs(t *testing.T) {
+	_, addr := startServer(t, ServerOptions{}, registerEcho)
+	c := dialTest(t, addr, ClientOptions{})
+	for _, n := range []int{recordMax - 20, recordMax, 3*recordMax + 7} {
+		name := strings.Repeat("n", n)
+		var res echoResult
+		if err := c.Call(t.Context(), "test.Echo", echoArgs{name, 1}, []byte("b"), &res); err != nil {
+			t.Fatalf("args of %d bytes: %v", n, err)
+		}
+		if res != (echoResult{"hello " + name, 2, 1}) {
+			t.Fatalf("args of %d bytes: result differs", n)
+		}
 	}
 }
 

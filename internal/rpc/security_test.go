@@ -1,13 +1,13 @@
 package rpc
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"errors"
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,8 +43,16 @@ func TestWrongSecret(t *testing.T) {
 	}
 }
 
+// testConn is a raw TCP connection to a server, authenticated or not; an
+// authenticated one holds the ciphers, so a test can send sealed frames of
+// its own making.
+type testConn struct {
+	net.Conn
+	send, recv cipherState
+}
+
 // rawConn opens a TCP connection, authenticated or not.
-func rawConn(t *testing.T, addr string, auth bool) net.Conn {
+func rawConn(t *testing.T, addr string, auth bool) *testConn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -52,16 +60,19 @@ func rawConn(t *testing.T, addr string, auth bool) net.Conn {
 	}
 	t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	tc := &testConn{Conn: nc}
 	if auth {
-		fr := frameReader{br: bufio.NewReader(nc)}
 		nonce := make([]byte, nonceSize)
 		rand.Read(nonce)
-		if err := clientHandshake(&fr, nc, testSecret, nonce); err != nil {
+		if tc.send, tc.recv, err = clientHandshake(nc, nc, testSecret, nonce); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return nc
+	return tc
 }
+
+// sealed seals b as one record of tc's next sequence number.
+func (tc *testConn) sealed(b []byte) []byte { return tc.send.seal(nil, b) }
 
 // expectClosed reads until the server closes nc and returns what it sent.
 func expectClosed(t *testing.T, nc net.Conn) []byte {
@@ -99,27 +110,30 @@ func TestHostileClients(t *testing.T) {
 	cases := []struct {
 		name      string
 		auth      bool
-		send      []byte
+		send      func(tc *testConn) []byte
 		halfClose bool // the frame is incomplete: hang up our side after it
 	}{
-		{"garbage before auth", false, bytes.Repeat([]byte("garbage!"), 100), false},
-		{"short hello", false, []byte("hi"), true},
-		{"garbage after auth", true, bytes.Repeat([]byte{0xff}, 200), false},
-		{"huge body", true, hdr(typeRequest, 4, 0, 1<<62), false},
-		{"body over MaxBody", true, hdr(typeRequest, 4, 0, 8<<20+1), false},
-		{"huge args", true, hdr(typeRequest, 4, 1<<32-1, 0), false},
-		{"long method", true, hdr(typeRequest, 129, 0, 0), false},
-		{"response frame from client", true, hdr(typeResponse, 0, 0, 0), false},
-		{"truncated args", true, append(hdr(typeRequest, 9, 1<<20, 0), "test.Echo{"...), true},
+		{"garbage before auth", false, raw(bytes.Repeat([]byte("garbage!"), 100)), false},
+		{"short hello", false, raw([]byte("hi")), true},
+		{"garbage after auth", true, raw(bytes.Repeat([]byte{0xff}, 200)), false},
+		{"unsealed frame after auth", true, raw(plainFrame(typeRequest, "test.Echo", []byte(`{"Name":"`+strings.Repeat("x", 100)+`"}`))), false},
+		{"huge body", true, sealedHdr(typeRequest, 4, 0, 1<<62), false},
+		{"body over MaxBody", true, sealedHdr(typeRequest, 4, 0, 8<<20+1), false},
+		{"huge args", true, sealedHdr(typeRequest, 4, 1<<32-1, 0), false},
+		{"long method", true, sealedHdr(typeRequest, 129, 0, 0), false},
+		{"response frame from client", true, sealedHdr(typeResponse, 0, 0, 0), false},
+		{"truncated args", true, func(tc *testConn) []byte {
+			return append(tc.sealed(hdr(typeRequest, 9, 1<<20, 0)), tc.sealed([]byte("test.Echo{"))...)
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			nc := rawConn(t, addr, tc.auth)
-			nc.Write(tc.send)
+			nc.Write(tc.send(nc))
 			if tc.halfClose {
-				nc.(*net.TCPConn).CloseWrite()
+				nc.Conn.(*net.TCPConn).CloseWrite()
 			}
 			expectClosed(t, nc)
 			runtime.ReadMemStats(&after)
@@ -137,14 +151,63 @@ func TestHostileClients(t *testing.T) {
 		io.ReadFull(nc, hello[:])
 		nc.Write(make([]byte, clientHelloSize))
 		got := expectClosed(t, nc)
-		fr := frameReader{br: bufio.NewReader(bytes.NewReader(got))}
-		h, err := fr.readHeader()
+		h, name, _, err := readVerdict(bytes.NewReader(got))
 		if err != nil {
 			t.Fatal(err)
 		}
-		name, _, _ := fr.readMeta(h)
 		if h.typ != typeError || string(name) != codeAuth {
 			t.Fatalf("got frame type %d code %q", h.typ, name)
+		}
+	})
+}
+
+func raw(b []byte) func(*testConn) []byte { return func(*testConn) []byte { return b } }
+
+func sealedHdr(typ frameType, nameLen, argsLen, bodyLen uint64) func(*testConn) []byte {
+	return func(tc *testConn) []byte { return tc.sealed(hdr(typ, nameLen, argsLen, bodyLen)) }
+}
+
+// Peers of different protocol versions fail at the handshake with an error
+// that says so, never by exchanging frames the other misreads.
+func TestProtocolVersionMismatch(t *testing.T) {
+	t.Run("new client, version 1 server", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			nc, err := ln.Accept()
+			if err == nil {
+				nc.Write(append([]byte("PFS1"), make([]byte, nonceSize)...))
+				io.Copy(io.Discard, nc)
+				nc.Close()
+			}
+		}()
+		_, err = Dial(ln.Addr().String(), testSecret, ClientOptions{})
+		if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "server speaks rpc protocol version '1', this client speaks '2'") {
+			t.Fatalf("got %v, want ErrProtocol naming both versions", err)
+		}
+	})
+	t.Run("version 1 client, new server", func(t *testing.T) {
+		_, addr := startServer(t, ServerOptions{}, registerEcho)
+		nc := rawConn(t, addr, false)
+		var hello [serverHelloSize]byte
+		if _, err := io.ReadFull(nc, hello[:]); err != nil {
+			t.Fatal(err)
+		}
+		// A version 1 client checks for "PFS1" and stops with "bad server
+		// hello" before it sends a byte.
+		if string(hello[:4]) == "PFS1" {
+			t.Fatalf("hello %q looks like version 1", hello[:4])
+		}
+		// Had it answered, its MAC (label "client") is not a version 2
+		// MAC, even with the right secret: the server refuses it.
+		v1 := append(append([]byte{}, make([]byte, nonceSize)...), handshakeMAC(testSecret, "client", hello[4:], make([]byte, nonceSize))...)
+		nc.Write(v1)
+		h, name, _, err := readVerdict(bytes.NewReader(expectClosed(t, nc)))
+		if err != nil || h.typ != typeError || string(name) != codeAuth {
+			t.Fatalf("got frame type %d code %q, err %v; want an auth error", h.typ, name, err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -60,12 +61,22 @@ type ServerOptions struct {
 	Logger  *slog.Logger // default: discard
 	MaxBody int64        // largest request or response body; default DefaultMaxBody
 	Errors  *ErrorTable  // error codes sent to clients; default: built-ins only
+	// MaxPending is the most connections kept before they authenticate;
+	// a new one past it closes the oldest. Default DefaultMaxPending.
+	MaxPending int
+	// HandshakeTimeout is how long a connection may take to authenticate;
+	// default DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// MaxConns is the most authenticated connections open at once; a
+	// client past it is refused with ErrUnavailable. Default DefaultMaxConns.
+	MaxConns int
 }
 
 // Validate rejects negative limits.
 func (o ServerOptions) Validate() error {
-	if o.MaxBody < 0 {
-		return fmt.Errorf("rpc: negative MaxBody %d", o.MaxBody)
+	if o.MaxBody < 0 || o.MaxPending < 0 || o.HandshakeTimeout < 0 || o.MaxConns < 0 {
+		return fmt.Errorf("rpc: negative limit in server options (MaxBody %d, MaxPending %d, HandshakeTimeout %v, MaxConns %d)",
+			o.MaxBody, o.MaxPending, o.HandshakeTimeout, o.MaxConns)
 	}
 	return nil
 }
@@ -73,13 +84,17 @@ func (o ServerOptions) Validate() error {
 // Server serves registered methods to authenticated clients. Each connection
 // carries one call at a time; clients open more connections for concurrency.
 type Server struct {
-	secret   []byte
-	log      *slog.Logger
-	errs     *ErrorTable
-	maxBody  int64
-	initErr  error // bad secret or options; returned by Serve
-	handlers map[string]handlerEntry
-	started  atomic.Bool
+	secret  []byte
+	log     *slog.Logger
+	errs    *ErrorTable
+	maxBody int64
+	// Admission limits (admission.go).
+	maxPending int
+	maxConns   int
+	hsTimeout  time.Duration
+	initErr    error // bad secret or options; returned by Serve
+	handlers   map[string]handlerEntry
+	started    atomic.Bool
 	// intercept derives handler contexts (connstate.go).
 	intercept []func(context.Context) context.Context
 	pool      bufPool
@@ -92,7 +107,11 @@ type Server struct {
 		sync.Mutex
 		closed    bool
 		listeners map[net.Listener]struct{}
-		conns     map[net.Conn]struct{}
+		conns     map[net.Conn]struct{} // pending and authenticated
+		pending   *list.List            // of *pendingConn, oldest first
+		authed    int                   // authenticated connections open
+		evicted   uint64                // ServerStats.Evicted
+		refused   uint64                // ServerStats.Refused
 	}
 }
 
@@ -105,22 +124,23 @@ type handlerEntry struct {
 // at least MinSecretLen bytes). A bad secret or options make Serve fail.
 func NewServer(secret []byte, opts ServerOptions) *Server {
 	s := &Server{
-		secret:   append([]byte(nil), secret...),
-		log:      opts.Logger,
-		errs:     opts.Errors,
-		maxBody:  opts.MaxBody,
-		handlers: make(map[string]handlerEntry),
+		secret:     append([]byte(nil), secret...),
+		log:        opts.Logger,
+		errs:       opts.Errors,
+		maxBody:    cmpOr(opts.MaxBody, DefaultMaxBody),
+		maxPending: cmpOr(opts.MaxPending, DefaultMaxPending),
+		maxConns:   cmpOr(opts.MaxConns, DefaultMaxConns),
+		hsTimeout:  cmpOr(opts.HandshakeTimeout, DefaultHandshakeTimeout),
+		handlers:   make(map[string]handlerEntry),
 	}
 	s.initErr = errors.Join(checkSecret(secret), opts.Validate())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.maxBody == 0 {
-		s.maxBody = DefaultMaxBody
-	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[net.Conn]struct{})
+	s.mu.pending = list.New()
 	return s
 }
 
@@ -186,9 +206,10 @@ func (s *Server) Serve(ln net.Listener) error {
 			return nil
 		}
 		s.mu.conns[nc] = struct{}{}
+		el := s.addPendingLocked(nc)
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serveConn(nc)
+		go s.serveConn(nc, el)
 	}
 }
 
@@ -239,32 +260,38 @@ type serverConn struct {
 	hctx context.Context
 }
 
-func (s *Server) serveConn(nc net.Conn) {
+// serveConn authenticates nc, then serves it. Until the client has proved
+// the secret it holds no buffer but fixed arrays (admission.go).
+func (s *Server) serveConn(nc net.Conn, el *list.Element) {
 	defer s.wg.Done()
+	admitted := false
 	defer func() {
 		nc.Close()
-		s.mu.Lock()
-		delete(s.mu.conns, nc)
-		s.mu.Unlock()
+		s.endConn(nc, el, admitted)
 	}()
-	c := &serverConn{
-		s:  s,
-		nc: nc,
-		fr: frameReader{br: bufio.NewReaderSize(nc, 64<<10), maxBody: s.maxBody},
-		fw: frameWriter{w: nc, maxBody: s.maxBody},
-	}
-	nonce := make([]byte, nonceSize)
-	rand.Read(nonce)
-	nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := serverHandshake(&c.fr, nc, s.secret, nonce); err != nil {
-		level := slog.LevelDebug // port scans and health probes
-		if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) {
+	var nonce [nonceSize]byte
+	rand.Read(nonce[:])
+	nc.SetDeadline(time.Now().Add(s.hsTimeout))
+	c2s, s2c, err := serverHandshake(nc, s.secret, nonce[:], func() error {
+		err := s.admit(el)
+		admitted = err == nil
+		return err
+	})
+	if err != nil {
+		level := slog.LevelDebug // port scans, health probes, evictions
+		if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) || errors.Is(err, errBusy) {
 			level = slog.LevelWarn
 		}
 		s.log.Log(s.ctx, level, "rpc: handshake failed", "remote", nc.RemoteAddr(), "err", err)
 		return
 	}
 	nc.SetDeadline(time.Time{})
+	c := &serverConn{
+		s:  s,
+		nc: nc,
+		fr: frameReader{br: bufio.NewReaderSize(nc, readBufSize), maxBody: s.maxBody, cs: c2s, pool: &s.pool},
+		fw: frameWriter{w: nc, maxBody: s.maxBody, cs: s2c, pool: &s.pool},
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(s.ctx, connStateKey{}, &ConnState{}))
 	defer cancel()
 	hctx := ctx
@@ -319,8 +346,7 @@ func (c *serverConn) readRequest(h header) error {
 	c.req = Request{Method: c.h.method, Args: args}
 	if c.h.h == nil {
 		c.req.Method = string(name)
-		_, err := c.fr.br.Discard(h.bodyLen)
-		return unexpectedEOF(err)
+		return c.fr.discardBody(h.bodyLen)
 	}
 	c.req.pooled, c.req.Body = c.s.pool.get(h.bodyLen)
 	if err := c.fr.readBody(c.req.Body); err != nil {
