@@ -20,8 +20,8 @@ import (
 
 // Defaults of ServerOptions.
 const (
-	DefaultMaxPending       = 128
-	DefaultHandshakeTimeout = 3 * time.Second
+	DefaultMaxPending       = 1024
+	DefaultHandshakeTimeout = 5 * time.Second
 	DefaultMaxConns         = 8192
 )
 

@@ -41,8 +41,8 @@
 // goroutine, a socket and fixed arrays, no buffer: the hello is read
 // straight from the socket, and the first bytes a client may send are its
 // 64-byte hello. The handshake must end within
-// ServerOptions.HandshakeTimeout (default 3 s). At most MaxPending
-// connections (default 128) may be in the handshake; when another arrives
+// ServerOptions.HandshakeTimeout (default 5 s). At most MaxPending
+// connections (default 1024) may be in the handshake; when another arrives
 // the oldest is closed, so a flood of connections that stall cannot keep a
 // real client, which answers in one round trip, from getting in.
 // Authenticated connections are bounded by MaxConns (default 8192).
