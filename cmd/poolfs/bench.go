@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,6 +43,23 @@ func (b *benchTarget) target(g *globals) bench.Target {
 		t.Cluster = g.dir
 	}
 	return t
+}
+
+// noteFS says on stderr which file system a posix --dir is on when that is
+// not poolfs: an unmounted mount point is an ordinary directory of the
+// disk below it, and would be measured without a word.
+func (b *benchTarget) noteFS() {
+	if b.api != bench.APIPosix || b.dir == "" {
+		return
+	}
+	abs, err := filepath.Abs(b.dir)
+	if err != nil {
+		return
+	}
+	ms, err := readMounts()
+	if i := mountOf(abs, ms); err == nil && i >= 0 && ms[i].fstype != poolfsFSType {
+		fmt.Fprintf(os.Stderr, "note: --dir %s is on %s (%s mounted on %s), not in a poolfs mount\n", b.dir, ms[i].fstype, ms[i].source, ms[i].point)
+	}
 }
 
 func (b *benchTarget) launcher() (bench.Launcher, error) {
@@ -99,6 +117,7 @@ Sweeps: --transfer 1k,4k,64k,1m,4m --tasks 1,2,4,8.`,
 				return err
 			}
 			t.Target = tgt.target(g)
+			tgt.noteFS()
 			t.Write, t.Read, t.Verify = write || !read, read || !write, !noCheck
 			l, err := tgt.launcher()
 			if err != nil {
@@ -168,6 +187,7 @@ func benchMDTestCmd(g *globals) *cobra.Command {
 				}
 			}
 			t.Target = tgt.target(g)
+			tgt.noteFS()
 			t.Files, t.Directories, t.Dirs = !dirsOnly, !filesOnly, ds[0]
 			l, err := tgt.launcher()
 			if err != nil {

@@ -258,6 +258,10 @@ func TestCLIRefusals(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatalf("bench ior created its missing --dir: %v", err)
 	}
+	local := t.TempDir()
+	if out := run(t, "bench", "ior", "--dir", local, "-b", "1m"); !strings.Contains(out, "note: --dir "+local+" is on ") || !strings.Contains(out, "not in a poolfs mount") {
+		t.Fatalf("bench ior on a local directory says nothing of where it is:\n%s", out)
+	}
 
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		if out := run(t, args...); !strings.HasPrefix(out, "poolfs ") || !strings.Contains(out, " go1.") {

@@ -19,6 +19,7 @@ const mountinfo = `22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
 97 22 0:52 /proj/run1 /srv/run1 rw,nosuid,nodev,relatime shared:50 - fuse.poolfs poolfs rw,user_id=0,group_id=0
 98 95 0:54 / /mnt/poolfs/inner rw,relatime shared:52 - fuse.poolfs poolfs rw
 99 22 0:55 / /mnt/poolfsx rw,relatime shared:53 - tmpfs tmpfs rw
+100 95 0:56 / /mnt/poolfs/scratch rw,relatime shared:54 - tmpfs tmpfs rw
 bad line
 `
 
@@ -28,20 +29,25 @@ func testMounts(t *testing.T) []mountEntry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 6 {
-		t.Fatalf("parsed %d mounts, want 6: %+v", len(all), all)
+	if len(all) != 7 {
+		t.Fatalf("parsed %d mounts, want 7: %+v", len(all), all)
 	}
-	var ms []mountEntry
-	for _, m := range all {
+	return all
+}
+
+// poolfsOnly keeps the poolfs mounts of ms.
+func poolfsOnly(ms []mountEntry) []mountEntry {
+	var out []mountEntry
+	for _, m := range ms {
 		if m.fstype == poolfsFSType {
-			ms = append(ms, m)
+			out = append(out, m)
 		}
 	}
-	return ms
+	return out
 }
 
 func TestParseMountinfo(t *testing.T) {
-	ms := testMounts(t)
+	ms := poolfsOnly(testMounts(t))
 	want := []mountEntry{
 		{dev: "0:52", root: "/", point: "/mnt/poolfs", fstype: poolfsFSType, source: "poolfs"},
 		{dev: "0:53", root: "/", point: "/mnt/other pool", fstype: poolfsFSType, source: "poolfs"},
@@ -75,6 +81,7 @@ func TestTranslatePath(t *testing.T) {
 		{name: "escaped mount point", arg: "/mnt/other pool/d", cwd: "/", want: "/d", mount: "/mnt/other pool"},
 		{name: "bind mount of a subdirectory", arg: "/srv/run1/out", cwd: "/", want: "/proj/run1/out", mount: "/srv/run1"},
 		{name: "prefix is not a parent", arg: "/mnt/poolfsx/a", cwd: "/", want: "/mnt/poolfsx/a"},
+		{name: "another file system mounted inside the mount", arg: "/mnt/poolfs/scratch/a", cwd: "/", want: "/mnt/poolfs/scratch/a"},
 		{name: "empty", arg: "", cwd: "/", err: "empty path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,7 +101,8 @@ func TestTranslatePath(t *testing.T) {
 
 func TestSessionOfMount(t *testing.T) {
 	ms := testMounts(t)
-	mnt, bind, other := ms[0], ms[2], ms[1]
+	p := poolfsOnly(ms)
+	mnt, bind, other := p[0], p[2], p[1]
 	ss := []meta.Session{
 		{Host: "h1", Mount: "/mnt/poolfs"},
 		{Host: "h2", Mount: "/mnt/other pool"}, // another host

@@ -68,21 +68,28 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// poolfsMounts returns the poolfs FUSE mounts this process sees.
-func poolfsMounts() ([]mountEntry, error) {
+// readMounts returns the mounts this process sees.
+func readMounts() ([]mountEntry, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	all, err := parseMountinfo(f)
-	var out []mountEntry
-	for _, m := range all {
-		if m.fstype == poolfsFSType {
-			out = append(out, m)
+	return parseMountinfo(f)
+}
+
+// mountOf returns the index in mounts of the innermost mount holding the
+// absolute, clean path p (the last listed wins among mounts stacked on one
+// point, as the kernel shows the last one), or -1.
+func mountOf(p string, mounts []mountEntry) int {
+	best := -1
+	for i, m := range mounts {
+		if (p == m.point || strings.HasPrefix(p, strings.TrimSuffix(m.point, "/")+"/")) &&
+			(best < 0 || len(m.point) >= len(mounts[best].point)) {
+			best = i
 		}
 	}
-	return out, err
+	return best
 }
 
 // checkNotMounted refuses a mount point where poolfs is mounted already:
@@ -92,12 +99,12 @@ func checkNotMounted(dir string) error {
 	if err != nil {
 		return err
 	}
-	ms, err := poolfsMounts()
+	ms, err := readMounts()
 	if err != nil {
 		return fmt.Errorf("list mounts: %w", err)
 	}
 	for _, m := range ms {
-		if m.point == abs {
+		if m.fstype == poolfsFSType && m.point == abs {
 			return fmt.Errorf("%s: poolfs is mounted there already (a second mount would hide the first); unmount it first: umount %s (or fusermount3 -u %s)", dir, dir, dir)
 		}
 	}
@@ -112,7 +119,8 @@ point of a poolfs FUSE mount (as listed in /proc/self/mountinfo) is always
 taken as a path inside that mount.`
 
 // translatePath applies pathRule without I/O. arg is a PATH as the user
-// gave it, cwd the working directory, mounts the poolfs mounts. It returns
+// gave it, cwd the working directory, mounts those of mountinfo: a path
+// whose innermost mount is a poolfs one is translated. It returns
 // the cluster path and the mount point it was found under ("" for a path
 // that is a cluster path already). A trailing slash of arg is kept. A
 // relative path outside every poolfs mount is an error.
@@ -126,16 +134,10 @@ func translatePath(arg, cwd string, mounts []mountEntry) (clusterPath, mountPoin
 		local = filepath.Join(cwd, local)
 	}
 	local = filepath.Clean(local)
-	best := -1
-	for i, m := range mounts {
-		if (local == m.point || strings.HasPrefix(local, strings.TrimSuffix(m.point, "/")+"/")) &&
-			(best < 0 || len(m.point) > len(mounts[best].point)) {
-			best = i
-		}
-	}
+	best := mountOf(local, mounts)
 	var p string
 	switch {
-	case best >= 0:
+	case best >= 0 && mounts[best].fstype == poolfsFSType:
 		m := mounts[best]
 		rel := strings.TrimPrefix(strings.TrimPrefix(local, m.point), "/")
 		p, mountPoint = path.Join("/", m.root, rel), m.point

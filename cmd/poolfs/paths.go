@@ -17,7 +17,7 @@ type pathArgs struct {
 	conn   *cluster.Conn
 	dir    string // the cluster directory (-c), for messages
 	cwd    string
-	mounts []mountEntry // poolfs mounts; nil when mountinfo cannot be read
+	mounts []mountEntry // nil when mountinfo cannot be read
 	// ours caches, per mount device, whether the mount is one of this
 	// cluster.
 	ours map[string]bool
@@ -25,7 +25,7 @@ type pathArgs struct {
 
 func (g *globals) paths(conn *cluster.Conn) *pathArgs {
 	cwd, _ := os.Getwd()
-	ms, _ := poolfsMounts() // without /proc every absolute path is a cluster path
+	ms, _ := readMounts() // without /proc every absolute path is a cluster path
 	return &pathArgs{conn: conn, dir: g.dir, cwd: cwd, mounts: ms, ours: map[string]bool{}}
 }
 
