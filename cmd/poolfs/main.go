@@ -80,6 +80,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(scrubCmd(g), sessionsCmd(g), versionCmd())
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)
+	addBenchDegraded(root)
 	return root
 }
 

@@ -135,10 +135,18 @@ type stripeRead struct {
 
 // plan orders the fragments and marks those whose drives are known not to
 // answer.
+//
+// The parity fragments are taken starting at one that rotates with the
+// stripe number, so that the reads a missing drive puts on parity are
+// spread over all the parity fragments' drives.
 func (r *stripeRead) plan(k, width int) {
 	now := time.Now()
 	var slow []int
-	for i := 0; i < width; i++ {
+	for n := 0; n < width; n++ {
+		i := n
+		if n >= k {
+			i = k + (n-k+int(r.rec.Stripe%uint64(width-k)))%(width-k)
+		}
 		id := placement.DriveID(r.rec.Drives[i])
 		if d, err := r.m.Drive(id); err == nil && knownMissing(d.State) {
 			r.state[i] = fetchSkipped
