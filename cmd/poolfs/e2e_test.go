@@ -39,9 +39,16 @@ type upProc struct {
 // startUp starts `poolfs up` on dir and waits until it serves.
 func startUp(t *testing.T, dir string, args ...string) *upProc {
 	t.Helper()
+	return startUpEnv(t, nil, dir, args...)
+}
+
+// startUpEnv is startUp with env added to the process's environment.
+func startUpEnv(t *testing.T, env []string, dir string, args ...string) *upProc {
+	t.Helper()
 	os.Remove(filepath.Join(dir, "cluster.json"))
 	all := append([]string{"up", "-c", dir, "--listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binary, all...)
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

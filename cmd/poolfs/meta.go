@@ -11,6 +11,7 @@ import (
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/meta"
+	"poolfs/internal/meta/postgres"
 	"poolfs/internal/metarpc"
 	"poolfs/internal/rpc"
 )
@@ -26,16 +27,17 @@ func metaCmd(g *globals) *cobra.Command {
 secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			warnPasswordArg("--db", db)
 			_, secret, err := cluster.ReadInfo(g.dir)
 			if err != nil {
 				return err
 			}
-			eng, err := cluster.OpenEngine(cmd.Context(), g.dir, db)
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			eng, err := cluster.OpenEngine(cmd.Context(), g.dir, db, log)
 			if err != nil {
 				return err
 			}
 			defer eng.Close()
-			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			srv := rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()})
 			st := meta.New(eng, meta.Options{Logger: log})
 			metarpc.Register(srv, st)
@@ -44,7 +46,7 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("poolfs meta: serving %s on %s\n", eng.Dialect().Name, ln.Addr())
+			fmt.Printf("poolfs meta: serving %s %s on %s\n", eng.Dialect().Name, postgres.Redact(db), ln.Addr())
 			go func() {
 				<-cmd.Context().Done()
 				srv.Close()
@@ -53,8 +55,18 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 		},
 	}
 	cmd.AddCommand(metaBackupCmd(g), metaRestoreCmd(g))
-	cmd.Flags().StringVar(&db, "db", "", "postgres:// URL of the shared metadata store (required)")
+	cmd.Flags().StringVar(&db, "db", "", "PostgreSQL connection string of the shared metadata store (required; postgres://user@host/db or service=NAME, "+
+		"the password by PGPASSWORD, ~/.pgpass or a service file: see docs/postgres.md)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9402", "RPC address")
 	_ = cmd.MarkFlagRequired("db")
 	return cmd
+}
+
+// warnPasswordArg warns, on stderr, when the connection string given by
+// flag holds a password: every local user sees it in ps.
+func warnPasswordArg(flag, dsn string) {
+	if postgres.HasPassword(dsn) {
+		fmt.Fprintf(os.Stderr, "poolfs: warning: the password in %s is visible to every local user (ps, /proc/PID/cmdline); "+
+			"give it by PGPASSWORD, a password file (~/.pgpass, PGPASSFILE or passfile=) or a service file (PGSERVICE, PGSERVICEFILE) instead\n", flag)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"poolfs/internal/cluster"
+	"poolfs/internal/meta/postgres"
 )
 
 func upCmd(g *globals) *cobra.Command {
@@ -58,6 +59,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			warnPasswordArg("--meta", cfg.Meta)
 			c, err := cluster.Start(cmd.Context(), cfg)
 			if err != nil {
 				return storeAdvice(err, g.dir)
@@ -68,6 +70,9 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 				return err
 			}
 			fmt.Printf("poolfs %q up: services on %s, cluster directory %s\n", st.Name, c.Addr, c.Config.Dir)
+			if cfg.Meta != "" {
+				fmt.Printf("metadata: PostgreSQL %s\n", postgres.Redact(cfg.Meta))
+			}
 			printPools(os.Stdout, st)
 			fmt.Printf("try: poolfs -c %s put FILE /FILE ; poolfs -c %s status   (Ctrl-C stops)\n", c.Config.Dir, c.Config.Dir)
 			if mountDir != "" {
@@ -83,7 +88,8 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Meta, "meta", "", "metadata store: empty for embedded SQLite, or postgres://user@host/db")
+	f.StringVar(&cfg.Meta, "meta", "", "metadata store: empty for embedded SQLite, or a PostgreSQL connection string (postgres://user@host/db or service=NAME); "+
+		"give the password by PGPASSWORD, ~/.pgpass or a service file, not here (see docs/postgres.md)")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:9401", "RPC address (port 0 picks a free one)")
 	f.IntVar(&cfg.Drives, "drives", 12, "number of emulated drives")
 	f.StringVar(&cfg.Scheme, "scheme", "8+2", "erasure scheme K+M of the pool")

@@ -8,6 +8,8 @@
 //
 //	cluster.json   the management service's address and the cluster name
 //	secret         the cluster secret (0600): every RPC authenticates with it
+//	cluster-id     the cluster id, made at the first start: a PostgreSQL
+//	               metadata database is bound to it and refuses others
 //	meta.db        the embedded SQLite metadata store
 //	drives/dNN     the emulated drives
 //	lock           flock(2): one `poolfs up` per directory

@@ -79,10 +79,12 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 // covered, which POSIX allows (a machine crash loses all of them).
 const sqliteLinger = 10 * time.Millisecond
 
-// OpenEngine opens the metadata engine: SQLite in dir/meta.db when url is
-// empty, else PostgreSQL at url.
-func OpenEngine(ctx context.Context, dir, url string) (meta.Engine, error) {
-	if url == "" {
+// OpenEngine opens the metadata engine of the cluster whose directory is
+// dir: SQLite in dir/meta.db when dsn is empty, else the PostgreSQL
+// database of dsn (postgres.Open), which must be new or belong to this
+// cluster (the id in dir/cluster-id). No error it returns shows a password.
+func OpenEngine(ctx context.Context, dir, dsn string, log *slog.Logger) (meta.Engine, error) {
+	if dsn == "" {
 		// Deferred durability: a commit is durable at the next Sync, which
 		// fsync, close after writes, put, map changes and the collector
 		// call (see meta.Store.Sync); commits linger (sqliteLinger).
@@ -92,12 +94,33 @@ func OpenEngine(ctx context.Context, dir, url string) (meta.Engine, error) {
 		}
 		return eng, nil
 	}
-	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
-		return nil, fmt.Errorf("cluster: metadata store %q: want a postgres:// URL (or nothing for SQLite)", url)
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") && !strings.Contains(dsn, "=") {
+		return nil, fmt.Errorf("cluster: metadata store %q: want a postgres:// URL or keyword=value connection string (or nothing for SQLite)",
+			postgres.Redact(dsn))
 	}
-	eng, err := postgres.Open(ctx, url)
+	id, err := ReadID(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open PostgreSQL metadata store: %w", err)
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	me := postgres.Owner{ID: id, Where: host + ":" + mustAbs(dir)}
+	eng, err := postgres.Open(ctx, dsn, me)
+	var oe *postgres.OwnerError
+	if errors.As(err, &oe) {
+		return nil, fmt.Errorf("cluster: PostgreSQL database %s: %w.\n"+
+			"Two clusters on one database would each take the other's files for lost data: give this cluster a database of its own; "+
+			"or, if %s is the directory of cluster %s and lost its %s file, write %s into %s",
+			postgres.Redact(dsn), oe, mustAbs(dir), oe.Owner.ID, idFile, oe.Owner.ID, filepath.Join(mustAbs(dir), idFile))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open PostgreSQL metadata store %s: %w", postgres.Redact(dsn), err)
+	}
+	switch bound, adopted := eng.Bound(); {
+	case adopted:
+		log.Warn("metadata database in use from before cluster ids: bound it to this cluster; another cluster directory using it will be refused",
+			"db", postgres.Redact(dsn), "cluster", id)
+	case bound:
+		log.Info("metadata database bound to this cluster", "db", postgres.Redact(dsn), "cluster", id)
 	}
 	return eng, nil
 }
@@ -120,7 +143,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	eng, err := OpenEngine(ctx, cfg.Dir, cfg.Meta)
+	if _, err := loadOrCreateID(cfg.Dir); err != nil {
+		return err
+	}
+	eng, err := OpenEngine(ctx, cfg.Dir, cfg.Meta, c.log)
 	if err != nil {
 		return err
 	}

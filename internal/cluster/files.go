@@ -77,3 +77,43 @@ func loadOrCreateSecret(dir string) ([]byte, error) {
 	}
 	return s, nil
 }
+
+// idFile holds the cluster id, made at the first start (and at the first
+// start of a directory from before ids). It names the cluster to the
+// stores it binds: a PostgreSQL database serves one cluster, the one
+// whose id it was bound to.
+const idFile = "cluster-id"
+
+// ReadID returns the id of the cluster whose directory is dir.
+func ReadID(dir string) (string, error) {
+	p := filepath.Join(dir, idFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("cluster: %s is missing: `poolfs up -c %s` makes it, or copy it from the cluster's directory", p, dir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("cluster: read cluster id: %w", err)
+	}
+	id := strings.TrimSpace(string(b))
+	if _, err := hex.DecodeString(id); err != nil || len(id) != 32 {
+		return "", fmt.Errorf("cluster: %s does not hold a cluster id (32 hex digits)", p)
+	}
+	return id, nil
+}
+
+// loadOrCreateID returns the cluster id, making it if dir has none.
+func loadOrCreateID(dir string) (string, error) {
+	p := filepath.Join(dir, idFile)
+	if _, err := os.Stat(p); err == nil {
+		return ReadID(dir)
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b)
+	if err := writePrivate(p, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("cluster: write cluster id: %w", err)
+	}
+	return id, nil
+}

@@ -10,6 +10,10 @@
 // It is also killed if the test binary dies (parent-death signal). As root,
 // the server runs as user postgres, which refuses to run as root.
 //
+// StartRole also makes a role that must log in with a password: the
+// server's pg_hba.conf asks members of pgtest_password for one
+// (scram-sha-256 over TCP) and trusts everyone else.
+//
 // Without server binaries, Start skips the test, or fails it when the
 // environment variable CI is set.
 package pgtest
@@ -86,6 +90,57 @@ func Start(t testing.TB) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// passwordGroup is the role whose members log in with a password over
+// TCP (scram-sha-256); the server trusts everyone else.
+const passwordGroup = "pgtest_password"
+
+// requirePasswords puts the password rule for passwordGroup first in the
+// server's pg_hba.conf.
+func requirePasswords(hba string) error {
+	b, err := os.ReadFile(hba)
+	if err != nil {
+		return err
+	}
+	rule := "host all +" + passwordGroup + " 127.0.0.1/32 scram-sha-256\n"
+	return os.WriteFile(hba, append([]byte(rule), b...), 0o600)
+}
+
+// StartRole returns the URL of a new empty database owned by a new role
+// that must log in with a password (scram-sha-256 over TCP), the role's
+// name and its password. The URL names the role but holds no password.
+// On a server given by POOLFS_TEST_PG_URL, whose authentication rules are
+// not the test's, the test is skipped.
+func StartRole(t testing.TB) (dbURL, user, password string) {
+	t.Helper()
+	if os.Getenv(EnvURL) != "" {
+		t.Skip("pgtest: StartRole needs a server started by pgtest (its pg_hba.conf), not " + EnvURL)
+	}
+	dbURL = Start(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := dbSeq.Add(1)
+	user = fmt.Sprintf("pgtest_role_%d_%d", os.Getpid(), n)
+	password = fmt.Sprintf("pw-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), n)
+	base := *u
+	base.Path = "/postgres"
+	for _, sql := range []string{
+		"DO $$BEGIN CREATE ROLE " + passwordGroup + " NOLOGIN; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END$$",
+		"CREATE ROLE " + user + " LOGIN PASSWORD '" + password + "' IN ROLE " + passwordGroup,
+		"ALTER DATABASE " + u.Path[1:] + " OWNER TO " + user,
+	} {
+		if err := admin(base.String(), sql); err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+	}
+	if err := admin(dbURL, "ALTER SCHEMA public OWNER TO "+user); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	u.User = url.User(user)
+	return u.String(), user, password
 }
 
 func admin(base, sql string) error {
@@ -202,6 +257,9 @@ func startServer(bin string) (*server, error) {
 	initdb.SysProcAttr = attr
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
+	}
+	if err := requirePasswords(filepath.Join(data, "pg_hba.conf")); err != nil {
+		return fail(err)
 	}
 	port, err := freePort()
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 //	go test -run '^$' -bench . ./internal/meta/postgres/
 
 func benchStore(b *testing.B) (*meta.Store, meta.Attr) {
-	e, err := postgres.Open(context.Background(), pgtest.Start(b))
+	e, err := postgres.Open(context.Background(), pgtest.Start(b), testOwner)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,6 +20,14 @@
 // (synchronous_commit=on, the default), or, with synchronous_commit=off in
 // the URL, at the next Sync (sync.go).
 //
+// A database serves one cluster: Open binds a new one to its caller's
+// cluster id, in the transaction that creates the tables (table
+// poolfs_cluster, one row), and refuses any other cluster (owner.go).
+//
+// Passwords: Open takes the password, as libpq does, from the connection
+// string, PGPASSWORD, a password file or a service file; no error, and
+// nothing that shows a connection string, shows it (Redact, redact.go).
+//
 // Connections come from a small pool of pgx.Conn (pgxpool is not used: its
 // puddle dependency is not in go.mod).
 package postgres
@@ -40,9 +48,10 @@ import (
 
 // Engine is a meta.Engine on a PostgreSQL database.
 type Engine struct {
-	cfg *pgx.ConnConfig
-	sem chan struct{} // one token per open connection allowed
-	mu  struct {
+	cfg   *pgx.ConnConfig
+	owner binding       // the database's owner (owner.go)
+	sem   chan struct{} // one token per open connection allowed
+	mu    struct {
 		sync.Mutex
 		idle   []*pgx.Conn // guarded by mu
 		closed bool        // guarded by mu
@@ -60,29 +69,47 @@ const maxAttempts = 1000
 
 const schema = `CREATE TABLE IF NOT EXISTS kv (k bytea PRIMARY KEY, v bytea NOT NULL)`
 
-// Open connects to url (a postgres:// URL or DSN) and creates the kv table
-// if it is missing.
-func Open(ctx context.Context, url string) (*Engine, error) {
-	cfg, err := pgx.ParseConfig(url)
+// Open connects to the database of dsn (a postgres:// URL or a
+// keyword/value string; the password may come from PGPASSWORD, a password
+// file or a service file, as with libpq), creates the tables if they are
+// missing and binds the database to owner on first use (owner.go). It
+// returns an error wrapping ErrOtherCluster (an *OwnerError) if the
+// database belongs to another cluster. No error it returns shows a
+// password.
+func Open(ctx context.Context, dsn string, owner Owner) (*Engine, error) {
+	if owner.ID == "" {
+		return nil, errors.New("postgres: open needs the id of the cluster the database is for")
+	}
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, redactErr(fmt.Errorf("postgres: connection string %s: %w", Redact(dsn), err), "")
 	}
 	e := &Engine{cfg: cfg, sem: make(chan struct{}, MaxConns)}
-	c, err := e.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	_, err = c.Exec(ctx, schema)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07") {
-		err = nil // another server created it at the same moment
-	}
-	e.release(c)
+	b, err := e.init(ctx, owner)
 	if err != nil {
 		e.Close()
-		return nil, fmt.Errorf("postgres: create kv table: %w", err)
+		return nil, redactErr(err, cfg.Password)
 	}
+	e.owner = b
 	return e, nil
+}
+
+// init creates the schema and checks the binding on one connection.
+func (e *Engine) init(ctx context.Context, owner Owner) (binding, error) {
+	c, err := e.acquire(ctx)
+	if err != nil {
+		return binding{}, err
+	}
+	b, err := initSchema(ctx, c, owner)
+	e.release(c)
+	if err != nil {
+		return b, fmt.Errorf("postgres: create tables: %w", err)
+	}
+	if b.owner.ID != owner.ID {
+		owner.Since = time.Now()
+		return b, &OwnerError{Owner: b.owner, Opener: owner}
+	}
+	return b, nil
 }
 
 // Dialect reports {Name: "postgres", Shared: true}.
@@ -112,7 +139,7 @@ func (e *Engine) acquire(ctx context.Context) (*pgx.Conn, error) {
 	c, err := pgx.ConnectConfig(ctx, e.cfg)
 	if err != nil {
 		<-e.sem
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, redactErr(fmt.Errorf("postgres: connect: %w", err), e.cfg.Password)
 	}
 	return c, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func open(t *testing.T) meta.Engine {
-	e, err := postgres.Open(context.Background(), pgtest.Start(t))
+	e, err := postgres.Open(context.Background(), pgtest.Start(t), testOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,3 +47,6 @@ func TestFailedStatementNeverCommits(t *testing.T) {
 		t.Fatalf("get of the lost write: %v, want ErrNoKey", err)
 	}
 }
+
+// testOwner is the cluster the tests' databases are bound to.
+var testOwner = postgres.Owner{ID: "test-cluster", Where: "test"}

@@ -23,7 +23,7 @@ func TestDeferredSync(t *testing.T) {
 	q := u.Query()
 	q.Set("synchronous_commit", "off")
 	u.RawQuery = q.Encode()
-	e, err := postgres.Open(ctx, u.String())
+	e, err := postgres.Open(ctx, u.String(), testOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
