@@ -72,6 +72,7 @@ func poolCreateCmd(g *globals) *cobra.Command {
 	f.StringVar(&size, "drive-size", "10G", "capacity each new drive advertises")
 	f.StringVar(&preservation, "preservation", "auto", "drives' worth kept free for rebuilds")
 	f.StringVar(&layout, "layout", "declustered", "declustered or grouped (RAID-6-style groups with hot spares)")
+	f.BoolVar(&spec.Force, "force", false, "create the drives even if they advertise more than the host has free")
 	return cmd
 }
 

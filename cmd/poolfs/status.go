@@ -35,6 +35,9 @@ func statusCmd(g *globals) *cobra.Command {
 					return enc.Encode(st)
 				}
 				fmt.Printf("cluster: %s   health: %s   map epoch: %d\n", st.Name, strings.ToUpper(st.Health), st.Epoch)
+				for _, n := range st.Notes {
+					fmt.Printf("! %s\n", n)
+				}
 				printPools(os.Stdout, st)
 				printRebuild(os.Stdout, &st.Rebuild)
 				printDrives(os.Stdout, st)
@@ -56,7 +59,7 @@ func printPools(w io.Writer, st *mgmt.Status) {
 		}
 		pct := 0.0
 		if c.UsableRaw > 0 {
-			pct = 100 * float64(p.UsedRaw) / float64(c.UsableRaw)
+			pct = 100 * float64(int64(p.UsedRaw)+p.Reclaimable) / float64(c.UsableRaw)
 		}
 		failed := ""
 		if p.FailedRaw > 0 {
@@ -66,8 +69,13 @@ func printPools(w io.Writer, st *mgmt.Status) {
 		if c.Preservation < p.PreservationReserved {
 			pres = fmt.Sprintf("preservation left %s of %s (%d drives)", human(c.Preservation), human(p.PreservationReserved), p.Preservation)
 		}
-		fmt.Fprintf(w, "  capacity: raw %s%s, %s, usable %s; used %s (%s raw, %.1f%%)\n",
-			human(c.Raw), failed, pres, human(c.Usable), human(int64(p.UsedUser)), human(int64(p.UsedRaw)), pct)
+		fmt.Fprintf(w, "  capacity: raw %s%s, %s, usable %s\n", human(c.Raw), failed, pres, human(c.Usable))
+		fmt.Fprintf(w, "  used: %s of data (%s raw) + %s raw reclaimable = %.1f%% of usable raw\n",
+			human(int64(p.UsedUser)), human(int64(p.UsedRaw)), human(p.Reclaimable), pct)
+		if p.Reclaimable > 0 {
+			fmt.Fprintf(w, "    (reclaimable: on the drives beyond the committed data: removed or replaced data awaiting collection,\n"+
+				"     writes not yet committed, fragment and segment headers, preallocated segment space)\n")
+		}
 		fmt.Fprintf(w, "  PG balance: busiest drive %.2fx the mean; down drives are failed after %v\n", p.PGBalance,
 			time.Duration(p.DownGrace*float64(time.Second)))
 		if len(p.HotSpareFor) > 0 {
@@ -83,11 +91,14 @@ func printPools(w io.Writer, st *mgmt.Status) {
 
 func printDrives(w io.Writer, st *mgmt.Status) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "drive\tserver\tstate\tcapacity\tused\tfill\tfragments\tPG slots\t")
+	fmt.Fprintln(tw, "drive\tserver\tstate\tcapacity\tused\tfill\ton host\tfragments\tPG slots\t")
 	for _, d := range st.Drives {
-		fill := 0.0
+		fill, onHost := 0.0, "-"
 		if d.Capacity > 0 {
-			fill = 100 * float64(d.Used) / float64(d.Capacity)
+			fill = 100 * float64(max(d.Used, d.Allocated)) / float64(d.Capacity) // what it takes counts
+		}
+		if d.Allocated > 0 {
+			onHost = human(d.Allocated)
 		}
 		state := string(d.State)
 		switch {
@@ -100,8 +111,8 @@ func printDrives(w io.Writer, st *mgmt.Status) {
 		if d.Slow != "" {
 			state += " (" + d.Slow + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%5.1f%% %s\t%d\t%d\t\n", d.ID, d.Server, state, human(d.Capacity),
-			human(d.Used), fill, fillBar(fill), d.Fragments, d.PGSlots)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%5.1f%% %s\t%s\t%d\t%d\t\n", d.ID, d.Server, state, human(d.Capacity),
+			human(d.Used), fill, fillBar(fill), onHost, d.Fragments, d.PGSlots)
 	}
 	tw.Flush()
 }

@@ -73,9 +73,11 @@
 // a file written sequentially lies in long ordered runs of each drive's
 // segments and reads back sequentially (about a tenth faster than when
 // every write took the next segment in turn, on our VMs; on disks, one
-// seek per run instead of per fragment). Each is preallocated with fallocate
-// (Options.SegmentSize, default 256 MiB; at most 1/32 of a small drive). A
-// writer reserves an aligned extent under the segment's mutex, writes
+// seek per run instead of per fragment). Each grows to at most
+// Options.SegmentSize (default 256 MiB; at most 1/32 of a small drive) and
+// is preallocated with fallocate 16 MiB at a time ahead of its records, so
+// a drive takes at most about 64 MiB on the host beyond its records, not
+// four whole segments. A writer reserves an aligned extent under the segment's mutex, writes
 // header and data with one pwritev (O_DIRECT), and then waits for a
 // group-committed fdatasync of the segment: writers whose data is written
 // share the next fdatasync, which is still needed on preallocated extents
@@ -125,7 +127,9 @@
 // probes with Stat sees what the failed write saw. A write that would exceed Options.Capacity
 // (or the file system's free space) fails with ErrFull before anything is
 // written; Used counts fragment bytes (not record headers or preallocated
-// space) and is recomputed exactly by Open.
+// space) and is recomputed exactly by Open. Allocated (segments format) is
+// what the segment files take on the host, which is what the host must
+// hold; HostFree is what the host file system has left.
 //
 // # Direct I/O
 //

@@ -46,6 +46,16 @@ type Usage struct {
 	Capacity  int64 // advertised bytes
 	Used      int64 // bytes of stored fragments
 	Fragments int64 // number of stored fragments
+	// Allocated is the space the drive's files take on the host file
+	// system (segments format: record headers, punched records not yet
+	// freed, preallocated extents included); 0 when not measured (files
+	// format, where it is about Used).
+	Allocated int64
+	// HostFree is the space left on the host file system holding the
+	// drive for unprivileged writers, and HostFS identifies that file
+	// system: drives with the same HostFS share HostFree.
+	HostFree int64
+	HostFS   uint64
 }
 
 // Errors. Errors returned by drives wrap these and name the drive and key.
@@ -229,12 +239,14 @@ func usage(dir string, f *sticky, capacity, used, frags int64) (Usage, error) {
 		return Usage{}, fmt.Errorf("drive %s: stat: %w", dir, err)
 	}
 	u := Usage{Capacity: capacity, Used: used, Fragments: frags}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return Usage{}, fmt.Errorf("drive %s: statfs: %w", dir, err)
+	}
+	u.HostFree = int64(st.Bavail) * st.Bsize
+	u.HostFS = uint64(uint32(st.Fsid.Val[0]))<<32 | uint64(uint32(st.Fsid.Val[1]))
 	if u.Capacity == 0 {
-		var st unix.Statfs_t
-		if err := unix.Statfs(dir, &st); err != nil {
-			return Usage{}, fmt.Errorf("drive %s: statfs: %w", dir, err)
-		}
-		u.Capacity = u.Used + int64(st.Bavail)*st.Bsize
+		u.Capacity = u.Used + u.HostFree
 	}
 	return u, nil
 }

@@ -23,6 +23,7 @@ type segment struct {
 		sync.Mutex
 		tail     int64    // next record offset (active segments)
 		limit    int64    // reservations end here (active segments)
+		alloc    int64    // preallocated up to here (active segments)
 		inflight int      // reserved records not yet written and synced
 		retired  bool     // takes no more reservations
 		sealing  bool     // a seal is scheduled or running
@@ -63,8 +64,10 @@ func openSegFile(path string, flags int, direct bool) (fd int, usedDirect bool, 
 	return fd, false, err
 }
 
-// createSegment creates segment id with size bytes preallocated, durable
-// (file, header and directory entry) before it takes any record.
+// createSegment creates segment id, of at most size bytes, durable (file,
+// header and directory entry) before it takes any record. Its first
+// preallocStep bytes are preallocated; preallocate extends that as
+// records are placed.
 func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 	s := &segment{id: id, path: d.segPath(id), fd: -1}
 	if _, err := rand.Read(s.salt[:]); err != nil {
@@ -83,8 +86,10 @@ func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 		unix.Unlink(s.path)
 		return nil, err
 	}
+	alloc := int64(0)
 	if d.prealloc {
-		if err := unix.Fallocate(fd, 0, 0, size); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		alloc = min(size, preallocStep)
+		if err := unix.Fallocate(fd, 0, 0, alloc); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 			return fail(err)
 		}
 	}
@@ -101,8 +106,39 @@ func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s.mu.tail, s.mu.limit = Align, size
+	s.mu.tail, s.mu.limit, s.mu.alloc = Align, size, alloc
 	return s, nil
+}
+
+// preallocStep is how far ahead of its records an active segment is
+// preallocated: enough that fdatasync finds the extents allocated (only
+// their conversion to written is metadata), small enough that the space a
+// drive takes beyond its fragments stays a few steps per active segment
+// rather than whole segments.
+const preallocStep = 16 << 20
+
+// preallocate extends the preallocated extent of active segment s to
+// cover its bytes up to end, a step at a time. It is called under the
+// segment's slot lock (place), so extensions of one segment do not race.
+// Best effort: a write past the preallocated extent allocates its own
+// blocks, or fails with ENOSPC by itself.
+func (d *segmentDrive) preallocate(s *segment, end int64) {
+	if !d.prealloc {
+		return
+	}
+	s.mu.Lock()
+	from, limit := s.mu.alloc, s.mu.limit
+	s.mu.Unlock()
+	if end <= from {
+		return
+	}
+	to := min(max(end, from+preallocStep), max(limit, end))
+	if err := unix.Fallocate(s.fd, 0, from, to-from); err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.mu.alloc = max(s.mu.alloc, to)
+	s.mu.Unlock()
 }
 
 // reserve takes n bytes at the tail of an active segment, or reports false

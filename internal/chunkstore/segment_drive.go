@@ -188,6 +188,7 @@ func (d *segmentDrive) place(r *record) (*segment, error) {
 	if s := slot.seg; s != nil {
 		if off, ok := s.reserve(n); ok {
 			r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
+			d.preallocate(s, off+n)
 			return s, nil
 		}
 		d.retire(s)
@@ -204,6 +205,7 @@ func (d *segmentDrive) place(r *record) (*segment, error) {
 	slot.seg = s
 	off, _ := s.reserve(n)
 	r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
+	d.preallocate(s, off+n)
 	return s, nil
 }
 
@@ -427,7 +429,19 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
-	return usage(d.dir, &d.failed, d.capacity, d.used.Load(), d.frags.Load())
+	u, err := usage(d.dir, &d.failed, d.capacity, d.used.Load(), d.frags.Load())
+	if err != nil {
+		return u, err
+	}
+	d.mu.RLock()
+	for _, s := range d.mu.segs {
+		var st unix.Stat_t
+		if unix.Fstat(s.fd, &st) == nil {
+			u.Allocated += st.Blocks * 512
+		}
+	}
+	d.mu.RUnlock()
+	return u, nil
 }
 
 // retire stops reservations in s; the last writer to release it seals it.

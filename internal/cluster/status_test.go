@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,4 +284,92 @@ func TestDataLossByInodeNamesIt(t *testing.T) {
 	if !errors.Is(err, client.ErrDataLoss) || !strings.Contains(err.Error(), fmt.Sprintf("file inode %d stripe 0", a.Ino)) {
 		t.Fatalf("read with 3 of 10 fragments corrupt: %v, want data loss naming inode %d", err, a.Ino)
 	}
+}
+
+// segmentsOnDisk is what the segment files of every drive take on disk.
+func segmentsOnDisk(t *testing.T, c *Cluster) int64 {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(c.Config.Dir, "drives", "*", "segs", "*.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, p := range segs {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+	}
+	return n
+}
+
+// TestStatusCountsSpaceNotReclaimed: data removed but not yet collected
+// still takes space on the drives: status counts it as used
+// (reclaimable) until the collector deletes it, and the drives report
+// what their files take on the host.
+func TestStatusCountsSpaceNotReclaimed(t *testing.T) {
+	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10}) // collector every hour: nothing collected unless asked
+	ctx := context.Background()
+	data := randBytes(t, 64<<20)
+	put(t, conn, "/big", data)
+	st0 := waitStatus(t, conn, "status", func(*mgmt.Status) bool { return true })
+	raw := int64(st0.Pools[0].UsedRaw)
+	if raw < 80<<20 {
+		t.Fatalf("64 MiB in 8+2: %d raw bytes used, want 80 MiB", raw)
+	}
+	if err := conn.Client.Remove(ctx, "/big"); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStatus(t, conn, "status", func(*mgmt.Status) bool { return true })
+	p := st.Pools[0]
+	if p.UsedRaw != 0 || p.Reclaimable < raw {
+		t.Fatalf("removed, not collected: used raw %d, reclaimable %d; want 0 and at least %d", p.UsedRaw, p.Reclaimable, raw)
+	}
+	var allocated int64
+	for _, d := range st.Drives {
+		allocated += d.Allocated
+		if d.HostFree <= 0 {
+			t.Fatalf("drive %s: no host free space reported", d.ID)
+		}
+	}
+	if got := segmentsOnDisk(t, c); allocated != got {
+		t.Fatalf("drives report %d bytes on the host, their segment files take %d", allocated, got)
+	}
+	if _, err := conn.Mgmt.GC(ctx, mgmt.GCArgs{}); err != nil {
+		t.Fatal(err)
+	}
+	st = waitStatus(t, conn, "status", func(*mgmt.Status) bool { return true })
+	if after := st.Pools[0].Reclaimable; after > p.Reclaimable-raw {
+		t.Fatalf("after collection %d bytes reclaimable, before %d: the %d raw bytes removed did not come back", after, p.Reclaimable, raw)
+	}
+	// What is left is headers and preallocation: a few steps per drive.
+	if got := segmentsOnDisk(t, c); got > 12*4*(16<<20)+(8<<20) {
+		t.Fatalf("after collection the drives take %d MiB on disk", got>>20)
+	}
+}
+
+// TestPoolCreateRefusesMoreThanTheHostHas: drives that advertise more than
+// the host file system holds are refused with a clear message, or created
+// with Force; then status and the event log warn that the host is short.
+func TestPoolCreateRefusesMoreThanTheHostHas(t *testing.T) {
+	_, conn := startTest(t, Config{Drives: 12, HealthInterval: 50 * time.Millisecond})
+	ctx := context.Background()
+	spec := mgmt.PoolSpec{Name: "huge", Drives: 12, K: 8, M: 2, Unit: 1 << 20, DriveSize: 100 << 40, Preservation: -1}
+	_, err := conn.Mgmt.CreatePool(ctx, spec)
+	if err == nil || !strings.Contains(err.Error(), "free") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("12 drives of 100 TiB: %v, want a refusal naming the free space and --force", err)
+	}
+	if m, _ := conn.Mgmt.Map(ctx); len(m.Pools) != 1 {
+		t.Fatalf("refused pool is in the map: %d pools", len(m.Pools))
+	}
+	spec.Force = true
+	if _, err := conn.Mgmt.CreatePool(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStatus(t, conn, "host warning", func(st *mgmt.Status) bool { return len(st.Notes) > 0 })
+	if !strings.Contains(st.Notes[0], "host file system of server s0") {
+		t.Fatalf("status notes %q", st.Notes)
+	}
+	waitStatus(t, conn, "host.space-low event", func(*mgmt.Status) bool {
+		return len(eventsOf(t, conn, mgmt.EventHostSpaceLow)) == 1
+	})
 }

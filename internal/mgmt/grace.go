@@ -45,7 +45,10 @@ func (s *Service) probe(ctx context.Context, m *clustermap.Map, id placement.Dri
 	start := time.Now()
 	drv, err := s.drives.Drive(m, id)
 	if err == nil {
-		_, err = drv.Stat(ctx)
+		var u chunkstore.Usage
+		if u, err = drv.Stat(ctx); err == nil {
+			s.space.record(id, u)
+		}
 	}
 	return time.Since(start), err
 }
@@ -150,6 +153,7 @@ func (s *Service) CheckDrives(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	s.checkHostSpace(ctx, m)
 	if m, err = s.Map(ctx); err == nil {
 		for _, id := range m.DownExpired(time.Now()) {
 			d, _ := m.Drive(id)

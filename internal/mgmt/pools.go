@@ -3,6 +3,7 @@ package mgmt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -23,6 +24,9 @@ type PoolSpec struct {
 	Preservation int              `json:"preservation"` // -1: the default for the pool size
 	Layout       placement.Layout `json:"layout"`
 	Server       string           `json:"server"` // storage server that gets the drives
+	// Force creates the pool even if its drives advertise more than the
+	// host file system holding the server's drives has free.
+	Force bool `json:"force,omitempty"`
 }
 
 // Validate rejects specs that cannot make a pool.
@@ -53,6 +57,11 @@ func (s *Service) CreatePool(ctx context.Context, spec PoolSpec) (*clustermap.Ma
 	}
 	if spec.Preservation < 0 {
 		spec.Preservation = clustermap.DefaultPreservation(spec.Drives)
+	}
+	if !spec.Force {
+		if err := s.checkHostRoom(ctx, spec); err != nil {
+			return nil, err
+		}
 	}
 	var poolID uint32
 	m, err := s.Update(ctx, func(m *clustermap.Map) error {
@@ -91,6 +100,44 @@ func (s *Service) CreatePool(ctx context.Context, spec PoolSpec) (*clustermap.Ma
 		return nil, err
 	}
 	return m, nil
+}
+
+// ErrHostSpace is returned when new drives would advertise more than the
+// host holding them has free.
+var ErrHostSpace = errors.New("mgmt: not enough space on the host")
+
+// checkHostRoom refuses a pool whose drives advertise more than the host
+// file system of the server that gets them has free, as a drive of that
+// server reports it. A server with no drive yet is not checked.
+func (s *Service) checkHostRoom(ctx context.Context, spec PoolSpec) error {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return err
+	}
+	server := spec.Server
+	if server == "" && len(m.Servers) > 0 {
+		server = m.Servers[0].ID
+	}
+	for _, d := range m.Drives {
+		if d.Server != server || d.State != clustermap.StateUp {
+			continue
+		}
+		drv, err := s.drives.Drive(m, d.ID)
+		if err != nil {
+			continue
+		}
+		u, err := drv.Stat(ctx)
+		if err != nil || u.HostFree == 0 {
+			continue
+		}
+		if need := int64(spec.Drives) * spec.DriveSize; need > u.HostFree {
+			return fmt.Errorf("%w: pool %q: %d drives of %s advertise %s, the file system holding server %s's drives has %s free; "+
+				"use smaller drives (--drive-size) or --force to create them anyway",
+				ErrHostSpace, spec.Name, spec.Drives, human(spec.DriveSize), human(need), server, human(u.HostFree))
+		}
+		return nil
+	}
+	return nil
 }
 
 func (s *Service) registerPools(r *rpc.Server) {

@@ -30,6 +30,7 @@ type Service struct {
 	co        *coordinator // see coord()
 	scrubOnce sync.Once
 	sc        *scrubber // see scrub()
+	space     spaceWatch
 
 	slow *slowDetector // slow.go; its policy is set before use
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
 )
@@ -16,8 +17,14 @@ type DriveStatus struct {
 	Capacity  int64                 `json:"capacity"`
 	Used      int64                 `json:"used"`
 	Fragments int64                 `json:"fragments"`
-	PGSlots   int                   `json:"pg_slots"` // fragment slots of the pool's PGs on this drive
-	Error     string                `json:"error,omitempty"`
+	// Allocated is what the drive's files take on the host (0: not
+	// measured); HostFree what the host file system holding it has left.
+	Allocated int64 `json:"allocated,omitempty"`
+	HostFree  int64 `json:"host_free,omitempty"`
+	hostFS    uint64
+	pool      uint32
+	PGSlots   int    `json:"pg_slots"` // fragment slots of the pool's PGs on this drive
+	Error     string `json:"error,omitempty"`
 	// DownSince (unix ns) and GraceLeft (seconds) are set for a down
 	// drive: it is declared failed and rebuilt when GraceLeft reaches 0.
 	DownSince int64   `json:"down_since,omitempty"`
@@ -50,6 +57,12 @@ type PoolStatus struct {
 	PreservationReserved int64               `json:"preservation_reserved"`
 	UsedRaw              uint64              `json:"used_raw"`  // raw bytes of committed stripes
 	UsedUser             uint64              `json:"used_user"` // the user bytes they hold (approx.)
+	// Reclaimable is raw space the pool's drives take beyond the committed
+	// stripes: fragments of replaced generations and removed files the
+	// collector has not deleted yet, writes not yet committed, segment
+	// space not yet freed or preallocated. It is used space until
+	// collected.
+	Reclaimable int64 `json:"reclaimable"`
 	// PGBalance is the busiest drive's PG slots over the mean (1.00 is perfect).
 	PGBalance float64 `json:"pg_balance"`
 	// DownGrace is how long a drive may stay down before it is declared
@@ -70,6 +83,10 @@ type Status struct {
 	// Rebuild is the recovery coordinator's state: degraded and critical
 	// stripes, progress, rate and ETA of a running rebuild or rebalance.
 	Rebuild RebuildStatus `json:"rebuild"`
+	// Hosts is the space of the host file systems holding the drives, and
+	// Notes warns of those whose drives may take more than they have.
+	Hosts []HostSpace `json:"hosts,omitempty"`
+	Notes []string    `json:"notes,omitempty"`
 }
 
 // statusRescan is the age of the stripe counts past which a status call
@@ -94,7 +111,8 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	for i := range m.Drives {
 		if d := &m.Drives[i]; d.State != clustermap.StateOut { // a replaced drive is no longer part of the cluster
 			inMap = append(inMap, d)
-			st.Drives = append(st.Drives, DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State, Capacity: d.Capacity})
+			st.Drives = append(st.Drives, DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State, Capacity: d.Capacity,
+				pool: d.Pool})
 		}
 	}
 	var ask []int // the drives to ask for their usage, indexes into inMap
@@ -114,9 +132,22 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 		ask = append(ask, i)
 	}
 	s.askDrives(ctx, m, inMap, st.Drives, ask) // status_ask.go
+	var space []driveSpace
+	for _, ds := range st.Drives {
+		if ds.Error == "" && ds.State != clustermap.StateFailed {
+			space = append(space, driveSpace{ds.Server, chunkstore.Usage{Capacity: ds.Capacity, Used: ds.Used,
+				Allocated: ds.Allocated, HostFree: ds.HostFree, HostFS: ds.hostFS}})
+		}
+	}
+	st.Hosts = hostSpaces(space)
+	for _, h := range st.Hosts {
+		if h.Short() {
+			st.Notes = append(st.Notes, h.Note())
+		}
+	}
 	slots := map[placement.DriveID]int{}
 	for i := range m.Pools {
-		ps, err := s.poolStatus(ctx, m, &m.Pools[i], slots, now)
+		ps, err := s.poolStatus(ctx, m, &m.Pools[i], st.Drives, slots, now)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +160,8 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	return st, nil
 }
 
-func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clustermap.Pool, slots map[placement.DriveID]int, now time.Time) (PoolStatus, error) {
+func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clustermap.Pool, drives []DriveStatus,
+	slots map[placement.DriveID]int, now time.Time) (PoolStatus, error) {
 	ps := PoolStatus{ID: p.ID, Name: p.Name, Scheme: scheme(*p), Layout: layoutName(p.Layout), Unit: p.Unit,
 		PGs: p.PGs, Preservation: p.Preservation, DownGrace: p.Grace().Seconds()}
 	for g, sp := range p.HotSpareFor {
@@ -178,6 +210,13 @@ func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clusterm
 		return ps, err
 	}
 	ps.UsedUser = ps.UsedRaw / uint64(p.K+p.M) * uint64(p.K)
+	var taken int64
+	for _, ds := range drives {
+		if ds.pool == p.ID {
+			taken += max(ds.Allocated, ds.Used)
+		}
+	}
+	ps.Reclaimable = max(0, taken-int64(ps.UsedRaw))
 	verdict := Assess(in)
 	ps.Health, ps.Notes = verdict.Health, verdict.Notes
 	if pp, err := m.Placement(p.ID); err == nil {
