@@ -197,6 +197,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: c.log, Errors: errs})
 	c.storage = storage.NewServer(drives, c.log)
 	c.storage.SetPeers(c.Mgmt.Map, c.dialer)
+	if err := c.storage.SetWriteLimits(m); err != nil {
+		ln.Close()
+		return err
+	}
 	c.storage.Register(c.rpc)
 	c.Mgmt.OnMapChange = c.applyMap
 	metarpc.Register(c.rpc, c.Store)
@@ -334,8 +338,12 @@ func (c *Cluster) openDrives(m *clustermap.Map) (map[placement.DriveID]chunkstor
 	return out, errors.Join(errs...)
 }
 
-// applyMap opens the drives that a new map gives this server.
+// applyMap opens the drives that a new map gives this server and applies
+// the map's client write limits.
 func (c *Cluster) applyMap(m *clustermap.Map) error {
+	if err := c.storage.SetWriteLimits(m); err != nil {
+		return err
+	}
 	served := map[placement.DriveID]bool{}
 	for _, id := range c.storage.DriveIDs() {
 		served[id] = true

@@ -1,5 +1,7 @@
 package clustermap
 
+import "poolfs/internal/placement"
+
 // DefaultPreservation is the number of drives' worth of capacity a pool of n
 // drives keeps free for rebuilds when the operator does not choose. It follows
 // the defaults of NetApp E-Series Dynamic Disk Pools, which the reference
@@ -36,11 +38,17 @@ type Capacity struct {
 	Usable       int64 `json:"usable"`       // user bytes that fit: UsableRaw × k/(k+m)
 }
 
-// PoolCapacity computes a pool's capacity: usable = (drives − preservation) ×
-// drive size × k/(k+m). Drives taken out of the pool do not count; failed
+// PoolCapacity computes a pool's capacity. UsableRaw is the sum of the
+// drives' write limits (WriteLimits; for the grouped layout, the drives
+// that are not hot spares), Preservation the rest of Raw, and Usable =
+// UsableRaw × k/(k+m). Drives taken out of the pool do not count; failed
 // ones do (their data is rebuilt into the preservation capacity).
 func (m *Map) PoolCapacity(poolID uint32) (Capacity, error) {
 	p, err := m.Pool(poolID)
+	if err != nil {
+		return Capacity{}, err
+	}
+	limits, err := m.WriteLimits(poolID)
 	if err != nil {
 		return Capacity{}, err
 	}
@@ -55,17 +63,18 @@ func (m *Map) PoolCapacity(poolID uint32) (Capacity, error) {
 			continue
 		}
 		c.Raw += d.Capacity
+		c.UsableRaw += limits[id]
 		n++
 	}
 	if n == 0 {
 		return c, nil
 	}
-	// Preservation is counted in drives of the mean size.
-	c.Preservation = int64(p.Preservation) * (c.Raw / n)
-	if c.Preservation > c.Raw {
-		c.Preservation = c.Raw
+	if p.Layout == placement.Grouped {
+		// Hot spares take no data: preservation is counted in drives of
+		// the mean size.
+		c.UsableRaw = c.Raw - min(int64(p.Preservation)*(c.Raw/n), c.Raw)
 	}
-	c.UsableRaw = c.Raw - c.Preservation
+	c.Preservation = c.Raw - c.UsableRaw
 	c.Usable = c.UsableRaw / int64(p.K+p.M) * int64(p.K)
 	return c, nil
 }

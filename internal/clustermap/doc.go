@@ -19,5 +19,16 @@
 //     is declared Failed only when it stays Down past its pool's grace
 //     period (Pool.Grace, default DefaultDownGrace = 10 minutes).
 //
+// Capacity (capacity.go, write_limit.go): a pool keeps Preservation drives'
+// worth of room for rebuilds, and the promise is that a pool written until
+// it reports "pool full" still rebuilds Preservation failures one after
+// another. What limits a rebuild is the fullest survivor, so the rule is
+// per drive: WriteLimits gives each drive the most fragment bytes (headers
+// included) client writes may fill it to, derived from the number of
+// drives, the preservation count and the statistical spread of a rebuild
+// over the survivors; the storage server refuses client writes beyond it
+// (rebuilds may use the rest). PoolCapacity's usable space is the sum of
+// those limits.
+//
 // This package is pure: no I/O, no clocks (callers pass the time).
 package clustermap

@@ -19,4 +19,11 @@
 //
 // The server never trusts a drive ID, key or range from the network: an
 // unknown drive is ErrNoDrive, ranges are checked by the chunkstore.
+//
+// Client writes (storage.Write, and the in-process drives of InProcess)
+// keep to each drive's client write limit (clustermap.Map.WriteLimits, set
+// by SetWriteLimits at every map epoch): one that would pass it fails with
+// chunkstore.ErrFull, which clients report as pool full. Reconstruct
+// (rebuild, resync, rebalance) may fill a drive to its capacity: the room
+// above the limit is kept for it.
 package storage

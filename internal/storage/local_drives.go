@@ -27,32 +27,33 @@ type inProcess struct {
 
 func (p inProcess) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
 	if d, err := p.s.Drive(id); err == nil {
-		return gatedDrive{Drive: d, id: id, gate: &p.s.gate}, nil
+		return gatedDrive{Drive: d, id: id, s: p.s}, nil
 	}
 	return p.remote.Drive(m, id)
 }
 
 // gatedDrive is a served drive used in process: its fragment reads,
-// writes and deletes count as client I/O, as storage.Read/Write/Delete do.
+// writes and deletes count as client I/O, and its writes keep to the
+// drive's client write limit, as storage.Read/Write/Delete do.
 type gatedDrive struct {
 	chunkstore.Drive
-	id   placement.DriveID
-	gate *ioGate
+	id placement.DriveID
+	s  *Server
 }
 
 var _ chunkstore.Drive = gatedDrive{}
 
 func (g gatedDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
-	defer g.gate.client(g.id)()
-	return g.Drive.WriteFragment(ctx, key, frag)
+	defer g.s.gate.client(g.id)()
+	return g.s.clientWrite(ctx, g.id, g.Drive, key, frag)
 }
 
 func (g gatedDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
-	defer g.gate.client(g.id)()
+	defer g.s.gate.client(g.id)()
 	return g.Drive.ReadFragment(ctx, key, off, n, dst)
 }
 
 func (g gatedDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
-	defer g.gate.client(g.id)()
+	defer g.s.gate.client(g.id)()
 	return g.Drive.DeleteFragment(ctx, key)
 }

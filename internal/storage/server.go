@@ -41,6 +41,9 @@ func ErrorCodes() []any {
 type Server struct {
 	log  *slog.Logger
 	gate ioGate // schedules rebuild I/O against client I/O (rebuild_gate.go)
+	// limits keeps client writes out of the room rebuilds need
+	// (write_limit.go).
+	limits writeLimits
 	mu   struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive
@@ -143,7 +146,7 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, err
 	}
 	defer s.gate.client(a.Drive)()
-	if err := d.WriteFragment(ctx, a.Key, req.Body); err != nil {
+	if err := s.clientWrite(ctx, a.Drive, d, a.Key, req.Body); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
