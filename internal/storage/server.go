@@ -44,7 +44,7 @@ type Server struct {
 	// limits keeps client writes out of the room rebuilds need
 	// (write_limit.go).
 	limits writeLimits
-	mu   struct {
+	mu     struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive
 		maps   func(context.Context) (*clustermap.Map, error)
