@@ -224,6 +224,27 @@ func TestPathsInsideMount(t *testing.T) {
 	if out := fails(t, "ls", "-c", other, ckpt); !strings.Contains(out, "which is not a mount of the cluster in "+other) {
 		t.Fatalf("ls of a path in another cluster's mount: %s", out)
 	}
+	// A `poolfs mount` (a client over RPC, given a relative mount point) is
+	// found too, and only by its own cluster.
+	base := t.TempDir()
+	os.Mkdir(filepath.Join(base, "mnt2"), 0o755)
+	mnt2 := filepath.Join(base, "mnt2")
+	m2 := exec.Command(binary, "mount", "-c", other, "mnt2")
+	m2.Dir = base
+	var m2out bytes.Buffer
+	m2.Stdout, m2.Stderr = &m2out, &m2out
+	if err := m2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m2.Process.Kill(); m2.Wait() })
+	waitMounted(t, mnt2, m2out.String)
+	run(t, "mkdir", "-c", other, filepath.Join(mnt2, "o"))
+	if out := run(t, "ls", "-c", other, mnt2); out != "o/\n" {
+		t.Fatalf("ls of the other cluster's mount: %q", out)
+	}
+	if out := fails(t, "ls", "-c", dir, mnt2); !strings.Contains(out, "which is not a mount of the cluster in "+dir) {
+		t.Fatalf("ls of the other cluster's mount with this cluster: %s", out)
+	}
 	up.stop(t)
 }
 

@@ -220,3 +220,27 @@ func TestFormatVersion(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseMountinfo: any bytes parse without panicking, every entry has
+// a mount point and a type, and a translated path is always absolute.
+func FuzzParseMountinfo(f *testing.F) {
+	f.Add(mountinfo)
+	f.Add("1 2 0:1 / /a\\040b rw - fuse.poolfs poolfs rw\n")
+	f.Add("1 2 0:1 / /a\\04 rw - fuse.poolfs p\\ rw\n")
+	f.Add("- - - - - - - - -\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, _ := parseMountinfo(strings.NewReader(s))
+		for _, m := range ms {
+			if m.point == "" || m.fstype == "" {
+				t.Fatalf("entry without point or type: %+v", m)
+			}
+			if !strings.HasPrefix(m.point, "/") {
+				continue // not a real mount point; translatePath still must not panic
+			}
+			p, _, err := translatePath(m.point+"/x", "/", ms)
+			if err == nil && !strings.HasPrefix(p, "/") {
+				t.Fatalf("translated %q to %q, not absolute", m.point+"/x", p)
+			}
+		}
+	})
+}
