@@ -125,18 +125,6 @@ func OpenEngine(ctx context.Context, dir, dsn string, log *slog.Logger) (meta.En
 	return eng, nil
 }
 
-func lockDir(dir string) (*os.File, error) {
-	f, err := openPrivate(filepath.Join(dir, "lock"))
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cluster: %s is in use by another poolfs process", dir)
-	}
-	return f, nil
-}
-
 func (c *Cluster) start(ctx context.Context) error {
 	cfg := c.Config
 	secret, err := loadOrCreateSecret(cfg.Dir)

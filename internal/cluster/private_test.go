@@ -2,13 +2,18 @@ package cluster
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"poolfs/internal/chunkstore"
 )
@@ -87,5 +92,63 @@ func TestOlderClusterDirTightened(t *testing.T) {
 				t.Errorf("the tightening was not logged:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestLockHeldByOtherUser: another user who opened the lock file of a
+// directory an older poolfs left open, and holds a flock on it, keeps the
+// cluster from starting (the open descriptor outlives the tightening);
+// the error names that process and says it is another user's. A new
+// directory's lock file that user cannot open at all.
+func TestLockHeldByOtherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	base := t.TempDir()
+	for _, p := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(base, "c")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	hold := exec.Command("flock", "--shared", "--nonblock", "--close", lock, "sleep", "60")
+	hold.SysProcAttr = nobody
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hold.Process.Kill(); hold.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile("/proc/locks")
+		if bytes.Contains(b, []byte(fmt.Sprintf(" %d ", hold.Process.Pid))) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("flock as nobody took no lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := Start(context.Background(), Config{Dir: dir, Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2", DriveSize: 1 << 30})
+	want := fmt.Sprintf("locked by process %d of uid 65534, another user", hold.Process.Pid)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("start with the lock held by nobody: %v, want %q", err, want)
+	}
+	hold.Process.Kill()
+	hold.Wait()
+
+	_, conn := startTest(t, Config{Dir: dir, Drives: 8, Scheme: "4+2"})
+	conn.Close()
+	again := exec.Command("flock", "--shared", "--nonblock", lock, "true")
+	again.SysProcAttr = nobody
+	if out, err := again.CombinedOutput(); err == nil || !strings.Contains(string(out), "Permission denied") {
+		t.Fatalf("nobody opened the lock file after the start: %v %s", err, out)
 	}
 }
