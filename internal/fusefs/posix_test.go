@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -90,4 +91,40 @@ func populate(c *cluster.Cluster, mnt, dir string, n int) error {
 		}
 	}
 	return nil
+}
+
+// TestPOSIXMountKinds runs the checks of times and set-id bits on the
+// other kinds of mount: page-cache writes (--cached-writes), requests
+// over /dev/fuse instead of io_uring, and the metadata Store called in
+// process (up --mount) instead of over RPC.
+func TestPOSIXMountKinds(t *testing.T) {
+	c := startCluster(t, cluster0())
+	only := func(name string) bool {
+		return strings.HasPrefix(name, "times_") || strings.HasPrefix(name, "setid_")
+	}
+	for _, k := range []struct {
+		name  string
+		mount func() string
+	}{
+		{"cached-writes", func() string {
+			d, _ := mountWith(t, c, Options{AllowOther: true, URing: testURing(), CachedWrites: true})
+			return d
+		}},
+		{"dev-fuse", func() string {
+			d, _ := mountWith(t, c, Options{AllowOther: true})
+			return d
+		}},
+		{"in-process", func() string { return mountInProcess(t, c) }},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			dir := filepath.Join(k.mount(), k.name) // one cluster: a directory each
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			posixtest.Run(t, dir, posixtest.Options{Only: only})
+		})
+	}
 }

@@ -22,6 +22,9 @@ type Options struct {
 	// files one system call at a time is slow under the race detector, and
 	// the check is about listing them.
 	Populate func(dir string, n int) error
+	// Only, if set, selects the checks to run by name (for running a part
+	// of the table on more kinds of mount).
+	Only func(name string) bool
 }
 
 // check is one named check; it runs in its own empty directory.
@@ -43,6 +46,9 @@ func Run(t *testing.T, root string, o Options) {
 	}
 	checks = append(checks, bigDirCheck(o.BigDir, o.Populate))
 	for _, c := range checks {
+		if o.Only != nil && !o.Only(c.name) {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(root, c.name)
 			if err := os.Mkdir(dir, 0o777); err != nil {
