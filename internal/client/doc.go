@@ -38,6 +38,14 @@
 // (ErrWouldBlock instead, having changed nothing): the mount serves small
 // requests with them on the thread that received them.
 //
+// Times and space (file_attr.go, file_alloc.go): an mtime set through
+// File.Setattr is kept by the commits of writes buffered before it, until
+// the next write. Preallocate stores the holes of a range as stripes of
+// zeros, so their capacity is taken from the pool at once and a later
+// write there replaces stripes of the same size (it never grows the
+// pool's usage); ZeroRange drops the stripes wholly inside a range and
+// rewrites the partial ones with zeros.
+//
 // Every stripe is read and repaired with its own scheme (the record's K):
 // a small file's stripe 0 is written as a mirror of 1+M copies, and a
 // stripe may be narrower than the pool (smallfile.go says how and why).

@@ -84,6 +84,20 @@
 // lookups are not cached, so a name created in another mount is visible at
 // once and an attribute change (chmod, size seen by stat) within a second.
 //
+// # Times, set-id bits, space
+//
+// Times set with utimensat or futimens survive the flush of data written
+// before them (setattr.go, client.File.Setattr), so tar x, cp -p and rsync
+// -t keep mtimes. The mount takes FUSE_HANDLE_KILLPRIV_V2: a write,
+// truncate or chown by a caller without CAP_FSETID clears S_ISUID, and
+// S_ISGID when the group may execute, on every write path (the kernel
+// marks the requests; killPrivFS and Setattr act on the marks), at the
+// cost of no call for files without such bits. st_blocks is the data
+// bytes of the file's stored stripes (meta.Attr.Stored), not its size, so
+// du shows what a sparse file takes. fallocate (alloc.go) preallocates
+// (mode 0, KEEP_SIZE), punches holes and zeroes ranges; other modes are
+// EOPNOTSUPP.
+//
 // # Errors
 //
 // Errors of the metadata service and the data path are sentinel errors

@@ -14,6 +14,7 @@ import (
 func FuzzDecodeInode(f *testing.F) {
 	f.Add(encodeInode(&inode{Attr: Attr{Type: TypeDir, Mode: 0755, Nlink: 2, Layout: Layout{K: 8, M: 2, Unit: 1 << 20}}, Parent: 1}))
 	f.Add(encodeInode(&inode{Attr: Attr{Type: TypeSymlink, Mode: 0777, Target: "a/b", Atime: -1, Mtime: 1 << 60}}))
+	f.Add(encodeInode(&inode{Attr: Attr{Type: TypeFile, Mode: 0o6755, Size: 1 << 40, Stored: 8 << 20}, clean: cleanNoXattrs | storedCounted}))
 	f.Add([]byte{1, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := decodeInode(7, b)
@@ -162,6 +163,7 @@ func TestKeysOrder(t *testing.T) {
 
 func FuzzDecodeAttr(f *testing.F) {
 	f.Add(AppendAttr(nil, Attr{Ino: 9, Type: TypeFile, Mode: 0644, Nlink: 1, Size: 5, Layout: Layout{K: 8, M: 2, Unit: 1 << 20}}))
+	f.Add(AppendAttr(nil, Attr{Ino: 9, Type: TypeFile, Size: 10 << 30, Stored: 1 << 20}))
 	f.Add(AppendAttr(AppendAttr(nil, Attr{Ino: 1, Type: TypeDir}), Attr{Ino: 2, Type: TypeSymlink, Target: "x"}))
 	f.Add([]byte{1, 2, 1, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -106,6 +106,11 @@
 //     PG index key (pool, pg, ino, s, gen), and no other.
 //   - Pool usage is the sum of ShardSize x len(Drives) over the committed
 //     stripe records of the pool.
+//   - A regular file's Stored is the sum of Len over its committed stripe
+//     records (what st_blocks reports), kept by CommitStripes, truncates,
+//     DropStripes and unlink in the same transactions; records of files
+//     whose stripes last changed before the count existed carry no count
+//     (Stored reads as Size) until their next such transaction counts them.
 //   - Every generation that was committed and is no longer reachable has a
 //     GC queue item, written in the transaction that unlinked it.
 //   - Inode numbers and GC sequence numbers are never reused. They come
