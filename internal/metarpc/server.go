@@ -106,6 +106,7 @@ func Register(s *rpc.Server, st *meta.Store) {
 	registerSync(s, st)
 	registerSessions(s, st)
 	registerBackup(s, st)
+	registerFsck(s, st)
 	handle(s, "meta.Create", func(ctx context.Context, a createArgs) (meta.Attr, error) {
 		return st.Create(ctx, a.Parent, a.Name, a.Type, a.Mode, a.Uid, a.Gid, a.Rdev, a.Target)
 	})
