@@ -163,7 +163,8 @@ func (l localDrives) Drive(_ *clustermap.Map, id placement.DriveID) (chunkstore.
 }
 
 func fsckOffline(ctx context.Context, dir string, o fsck.Options) (*fsck.Report, error) {
-	eng, err := cluster.OpenEngine(ctx, dir, "")
+	log := slog.New(slog.DiscardHandler)
+	eng, err := cluster.OpenEngine(ctx, dir, "", log)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,6 @@ func fsckOffline(ctx context.Context, dir string, o fsck.Options) (*fsck.Report,
 	if err != nil {
 		return nil, fmt.Errorf("fsck: cluster map: %w", err)
 	}
-	log := slog.New(slog.DiscardHandler)
 	drives := localDrives{}
 	defer func() {
 		for _, d := range drives {
