@@ -118,7 +118,8 @@ func (c *Client) Call(ctx context.Context, method string, args any, body []byte,
 
 // CallBody is Call that also returns the response body. The body is read
 // into dst[:n] if cap(dst) >= n (so the caller can pass a pooled or aligned
-// buffer), else into a new slice. The caller owns the returned slice.
+// buffer), else into a new slice. The caller owns the returned slice. If
+// the call fails, dst may hold part of the response body.
 func (c *Client) CallBody(ctx context.Context, method string, args any, body []byte, result any, dst []byte) ([]byte, error) {
 	return c.call(ctx, method, args, body, result, dst, true)
 }

@@ -339,4 +339,11 @@ func TestOptions(t *testing.T) {
 	if err := s.Serve(ln); err == nil {
 		t.Error("Serve with short secret succeeded")
 	}
+	for _, o := range []ServerOptions{{MaxPending: -1}, {MaxConns: -1}, {HandshakeTimeout: -time.Second}} {
+		s := NewServer(testSecret, o)
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		if err := s.Serve(ln); err == nil {
+			t.Errorf("Serve with %+v succeeded", o)
+		}
+	}
 }
