@@ -106,16 +106,22 @@ func (n *node) openFile(fh fs.FileHandle) *client.File {
 // killOnWrite clears the set-id bits before a write by a caller without
 // CAP_FSETID; on an ordinary file it costs no call. The kernel keeps the
 // attributes it has cached, so they are invalidated when the mode changed.
+// A request tried inline answers EAGAIN where it would wait, and fills no
+// attributes (killPrivFS does not send them; filling takes the File's
+// mutex).
 func (n *node) killOnWrite(ctx context.Context, h *handle, out *fuse.AttrOut) syscall.Errno {
 	f := h.file()
-	changed, err := f.KillSuidGid(bg(ctx), trying(ctx))
+	try := trying(ctx)
+	changed, err := f.KillSuidGid(bg(ctx), try)
 	if err != nil {
 		return n.fsys.errno("write", err)
 	}
 	if changed {
 		n.NotifyContent(-1, 0)
 	}
-	n.fillAttr(f.Attr(), &out.Attr)
+	if !try {
+		n.fillAttr(f.Attr(), &out.Attr)
+	}
 	return 0
 }
 
