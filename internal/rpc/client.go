@@ -163,6 +163,10 @@ func (c *Client) wrap(method string, err error) error {
 	switch {
 	case errors.As(err, new(*RemoteError)):
 		return err
+	case errors.Is(err, ErrTampered):
+		// Broken in transit, like a reset connection: the outcome is
+		// unknown, and callers that go around unreachable servers should.
+		return fmt.Errorf("rpc: call %s on %s: %w: %w", method, c.addr, ErrUnavailable, err)
 	case errors.Is(err, ErrProtocol), errors.Is(err, ErrAuth), errors.Is(err, ErrClosed),
 		errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, errLocal):

@@ -66,10 +66,12 @@
 //   - A record altered, replayed (from this connection or another),
 //     reordered, dropped, or injected fails to open: the receiver closes the
 //     connection, nothing of that frame reaches a handler or a caller, and
-//     the error wraps both ErrTampered and ErrProtocol (the server logs it;
-//     a client whose request was tampered with sees the connection close,
-//     ErrUnavailable, since it cannot know why). A stream cut short is
-//     an unexpected EOF. Either way the call fails; it is never half done.
+//     the error wraps ErrTampered and ErrProtocol. The server logs it; the
+//     client's call fails with ErrUnavailable, wrapping ErrTampered if it
+//     was the response that was tampered with (if it was the request, the
+//     client only sees the connection close). A stream cut short is an
+//     unexpected EOF. Either way the call fails as on a broken connection:
+//     a handler never runs on altered bytes, and a caller never gets them.
 //   - Connections cannot be hijacked after the handshake.
 //
 // What it does not protect:

@@ -17,8 +17,10 @@ var (
 	ErrProtocol = errors.New("rpc: protocol error")
 	// ErrTampered means a record failed authentication: it was altered,
 	// replayed, reordered, injected or cut short on the way (or a record
-	// before it was dropped). It comes wrapped together with ErrProtocol;
-	// the connection is closed and nothing of the frame is delivered.
+	// before it was dropped). It comes wrapped together with ErrProtocol,
+	// and a client's call error also wraps ErrUnavailable, as for any
+	// connection broken in transit; the connection is closed and nothing
+	// of the frame is delivered.
 	ErrTampered = errors.New("rpc: frame failed authentication (altered, replayed, reordered or injected in transit)")
 	// ErrNoMethod is returned (remotely) for a method nobody registered.
 	ErrNoMethod = errors.New("rpc: no such method")

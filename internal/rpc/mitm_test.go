@@ -242,8 +242,8 @@ func TestManInTheMiddle(t *testing.T) {
 					want = "unexpected EOF"
 				}
 				waitLog(t, logs, want)
-			} else if !errors.Is(err, ErrTampered) || !errors.Is(err, ErrProtocol) {
-				t.Errorf("client got %v, want ErrTampered", err)
+			} else if !errors.Is(err, ErrTampered) || !errors.Is(err, ErrUnavailable) {
+				t.Errorf("client got %v, want ErrTampered and ErrUnavailable", err)
 			}
 		})
 	}
