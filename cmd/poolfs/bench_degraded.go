@@ -31,6 +31,9 @@ type degradedOpts struct {
 	slow   time.Duration
 	reps   int
 	drive  int
+	// inFlight is the reading client's Options.StripesInFlight: a read
+	// keeps twice as many stripes in flight.
+	inFlight int
 }
 
 // degradedRun is one read condition of `poolfs bench degraded`.
@@ -99,6 +102,7 @@ healthy, and writes OUT.json.`,
 	f.DurationVar(&o.slow, "slow", 200*time.Millisecond, "delay added to every I/O of the slow drive")
 	f.IntVar(&o.reps, "reps", 3, "rounds: reads per condition (the best counts)")
 	f.IntVar(&o.drive, "drive", 3, "the drive slowed, then taken down")
+	f.IntVar(&o.inFlight, "stripes-in-flight", 2, "the reading client's StripesInFlight (a read keeps twice as many stripes in flight; fewer: a late fragment is less hidden by the stripes read beside it)")
 	f.StringVar(&out, "out", "degraded", "result file prefix (PREFIX.json)")
 	return cmd
 }
@@ -148,7 +152,7 @@ func runDegradedBench(ctx context.Context, o degradedOpts) ([]degradedRun, error
 					return nil, err
 				}
 			}
-			mibs, err := readOnce(ctx, dir, want)
+			mibs, err := readOnce(ctx, dir, want, o.inFlight)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", cd.name, err)
 			}
@@ -172,8 +176,8 @@ func runDegradedBench(ctx context.Context, o degradedOpts) ([]degradedRun, error
 
 // readOnce reads the bench file with a new client (no latency history) and
 // returns its MiB/s, checking the bytes against want.
-func readOnce(ctx context.Context, dir string, want uint32) (float64, error) {
-	conn, err := cluster.Connect(ctx, dir, client.Options{})
+func readOnce(ctx context.Context, dir string, want uint32, inFlight int) (float64, error) {
+	conn, err := cluster.Connect(ctx, dir, client.Options{StripesInFlight: inFlight})
 	if err != nil {
 		return 0, err
 	}

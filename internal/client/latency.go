@@ -11,7 +11,7 @@ import (
 // Defaults of the hedging bound (Options.HedgeFloor, Options.HedgeFactor).
 const (
 	DefaultHedgeFloor  = 5 * time.Millisecond
-	DefaultHedgeFactor = 4.0
+	DefaultHedgeFactor = 2.0
 )
 
 // Tuning of the latency estimates.
@@ -33,14 +33,16 @@ const (
 // this client, so that the stripe reader can tell a late fetch from a
 // normal one. Per drive it keeps a smoothed latency and its mean deviation
 // (exponentially weighted, as TCP estimates round trips); a drive's "high"
-// latency is smoothed + 4 × deviation. The hedging bound is
+// latency, about its 95th percentile, is smoothed + 2 × deviation. With the
+// medians over drives (so that one slow drive does not raise the figures it
+// is judged by):
 //
-//	max(floor, factor × median over drives of their high latency)
+//	hedging bound = max(floor, factor × median high latency)
+//	slow          = own smoothed latency > max(floor, factor × median smoothed latency)
 //
-// The median, so that one slow drive does not raise the bound it is judged
-// by. A drive whose own smoothed latency is above the bound is slow: the
-// reader takes parity instead of it from the start. It is safe for
-// concurrent use.
+// A fetch still running after the bound is late; a slow drive is not read
+// at all while parity can stand in for it (but once per slowRetry, to see
+// whether it recovered). It is safe for concurrent use.
 type latencies struct {
 	floor  time.Duration
 	factor float64
@@ -48,7 +50,8 @@ type latencies struct {
 		sync.Mutex
 		drives map[placement.DriveID]*driveLatency
 		bound  time.Duration // cached; recomputed every boundEvery samples
-		since  int           // samples since bound was computed
+		slow   time.Duration // likewise: a smoothed latency above it is slow
+		since  int           // samples since they were computed
 	}
 }
 
@@ -105,29 +108,34 @@ func (l *latencies) boundLocked() time.Duration {
 		return l.mu.bound
 	}
 	l.mu.since = 0
-	var highs []time.Duration
+	var highs, typical []time.Duration
 	for _, e := range l.mu.drives {
 		if e.n >= latencyMinSamples {
-			highs = append(highs, e.srtt+4*e.dev)
+			highs = append(highs, e.srtt+2*e.dev)
+			typical = append(typical, e.srtt)
 		}
 	}
 	if len(highs) < latencyMinPeers {
 		l.mu.bound = max(l.floor, latencyColdBound)
+		l.mu.slow = l.mu.bound
 		return l.mu.bound
 	}
 	slices.Sort(highs)
+	slices.Sort(typical)
 	l.mu.bound = max(l.floor, time.Duration(l.factor*float64(highs[len(highs)/2])))
+	l.mu.slow = max(l.floor, time.Duration(l.factor*float64(typical[len(typical)/2])))
 	return l.mu.bound
 }
 
 // avoid reports whether a read of drive id should be replaced by parity
-// from the start: the drive's own latency is above the bound. Once per
+// from the start: the drive is slow (see latencies). Once per
 // slowRetry it says no anyway, so the drive is measured again.
 func (l *latencies) avoid(id placement.DriveID, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.mu.drives[id]
-	if e == nil || e.n < latencyMinSamples || e.srtt <= l.boundLocked() {
+	l.boundLocked()
+	if e == nil || e.n < latencyMinSamples || e.srtt <= l.mu.slow {
 		return false
 	}
 	if now.Sub(e.tried) >= slowRetry {
@@ -135,28 +143,4 @@ func (l *latencies) avoid(id placement.DriveID, now time.Time) bool {
 		return false
 	}
 	return true
-}
-
-// DriveLatency is a client's estimate of one drive's fragment-read latency.
-type DriveLatency struct {
-	Drive    placement.DriveID
-	Smoothed time.Duration
-	Samples  int
-	Slow     bool // above the hedging bound: reads go around it
-}
-
-// Latencies returns the client's estimate of each drive's fragment-read
-// latency and the bound after which a read is hedged.
-func (c *Client) Latencies() ([]DriveLatency, time.Duration) {
-	l := c.lat
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.boundLocked()
-	out := make([]DriveLatency, 0, len(l.mu.drives))
-	for id, e := range l.mu.drives {
-		out = append(out, DriveLatency{Drive: id, Smoothed: e.srtt, Samples: e.n,
-			Slow: e.n >= latencyMinSamples && e.srtt > b})
-	}
-	slices.SortFunc(out, func(a, b DriveLatency) int { return int(a.Drive) - int(b.Drive) })
-	return out, b
 }

@@ -1,0 +1,79 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/storage"
+)
+
+// waitUntil polls cond every 50 ms until it holds, failing the test with
+// what after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", limit, what)
+		}
+	}
+}
+
+// TestSlowDriveMarkedDownAndBack: with `drive fault d03 slow` far past the
+// pool's slow-drive threshold, reads return the right bytes, the failure
+// detector flags the drive (status, drive.slow) and marks it down, writes
+// carry on around it; healed, it is cleared and marked up again.
+func TestSlowDriveMarkedDownAndBack(t *testing.T) {
+	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10, HealthInterval: 100 * time.Millisecond,
+		SlowDownAfter: 300 * time.Millisecond})
+	ctx := context.Background()
+	data := randBytes(t, 6*8*(64<<10))
+	put(t, conn, "/f", data)
+	if err := c.storage.Fault(storage.FaultArgs{Drive: 3, Op: "slow", Delay: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, conn, "/f"); !bytes.Equal(got, data) {
+		t.Fatal("read with a slow drive returned wrong bytes")
+	}
+	state := func() (clustermap.DriveState, string) {
+		st, err := conn.Mgmt.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range st.Drives {
+			if d.ID == "d03" {
+				return d.State, d.Slow
+			}
+		}
+		t.Fatal("d03 missing from status")
+		return "", ""
+	}
+	waitUntil(t, 30*time.Second, "the slow drive is not marked down", func() bool {
+		st, slow := state()
+		return st == clustermap.StateDown && slow != ""
+	})
+	if len(eventsOf(t, conn, "drive.slow")) != 1 || len(eventsOf(t, conn, "drive.down")) != 1 {
+		t.Fatal("want one drive.slow and one drive.down event")
+	}
+	put(t, conn, "/g", data) // written around the down drive
+	if got := get(t, conn, "/g"); !bytes.Equal(got, data) {
+		t.Fatal("file written while the drive was down reads back wrong")
+	}
+	if err := c.storage.Fault(storage.FaultArgs{Drive: 3, Op: "slow", Delay: 0}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "the healed drive is not up again", func() bool {
+		st, slow := state()
+		return st == clustermap.StateUp && slow == ""
+	})
+	if len(eventsOf(t, conn, "drive.slow-cleared")) != 1 || len(eventsOf(t, conn, "drive.up")) != 1 {
+		t.Fatal("want one drive.slow-cleared and one drive.up event")
+	}
+	for _, p := range []string{"/f", "/g"} {
+		if got := get(t, conn, p); !bytes.Equal(got, data) {
+			t.Fatalf("%s reads back wrong after the drive came back", p)
+		}
+	}
+}
