@@ -8,7 +8,8 @@ import (
 	"slices"
 )
 
-// Frame layout (big endian), headerSize bytes, then method, args, body:
+// Frame layout (big endian), headerSize bytes, then method, args, body;
+// after the handshake each part travels sealed in records (record.go):
 //
 //	magic u16 | type u8 | flags u8 | id u64 | nameLen u16 | argsLen u32 | bodyLen u64
 const (
