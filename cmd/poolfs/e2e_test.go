@@ -33,7 +33,26 @@ func TestMain(m *testing.M) { testbin.Main(m, &binary) }
 // upProc is a running `poolfs up`.
 type upProc struct {
 	cmd *exec.Cmd
-	out *bytes.Buffer
+	out *outBuffer
+}
+
+// outBuffer collects a process's output; tests may read it while the
+// process writes.
+type outBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *outBuffer) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *outBuffer) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }
 
 // startUp starts `poolfs up` on dir and waits until it serves.
@@ -49,7 +68,7 @@ func startUpEnv(t *testing.T, env []string, dir string, args ...string) *upProc 
 	all := append([]string{"up", "-c", dir, "--listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binary, all...)
 	cmd.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
+	var out outBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

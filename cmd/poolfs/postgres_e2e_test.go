@@ -68,7 +68,7 @@ func TestPostgresPasswordNotShown(t *testing.T) {
 	// The stand-alone metadata server, password from PGPASSWORD.
 	meta := exec.Command(binary, "meta", "-c", dir, "--db", url, "--listen", "127.0.0.1:0")
 	meta.Env = append(os.Environ(), "PGPASSWORD="+pw)
-	var mout bytes.Buffer
+	var mout outBuffer
 	meta.Stdout, meta.Stderr = &mout, &mout
 	if err := meta.Start(); err != nil {
 		t.Fatal(err)
