@@ -56,7 +56,8 @@ func (p NamespaceProblem) String() string {
 // with repair it removes dangling entries, sets link counts to what the
 // entries make, and links orphan inodes into /lost+found (created if
 // needed) as "#<ino>"; Repaired says which were fixed. Corrupt records are
-// reported, never repaired.
+// reported, never repaired. With repair, the link counts reported are
+// those found after the entries were repaired.
 func (s *Store) CheckNamespace(ctx context.Context, repair bool) ([]NamespaceProblem, error) {
 	var probs []NamespaceProblem
 	err := s.view(ctx, func(o *op) error {
@@ -67,23 +68,43 @@ func (s *Store) CheckNamespace(ctx context.Context, repair bool) ([]NamespacePro
 	if err != nil || !repair {
 		return probs, err
 	}
+	// Entries first: removing dangling ones and linking orphans changes
+	// link counts, which a second pass then checks and sets.
+	var out []NamespaceProblem
 	for i := range probs {
 		p := &probs[i]
 		switch p.Kind {
 		case ProblemDanglingEntry:
 			err = s.update(ctx, func(o *op) error { return o.removeDangling(p) })
-		case ProblemLinkCount:
-			err = s.update(ctx, func(o *op) error { return o.setLinks(p) })
 		case ProblemOrphanInode:
 			err = s.linkOrphan(ctx, p)
-		default:
+		case ProblemLinkCount:
 			continue
 		}
 		if err != nil {
 			return probs, fmt.Errorf("repair: %s: %w", p, err)
 		}
+		out = append(out, *p)
 	}
-	return probs, nil
+	err = s.view(ctx, func(o *op) error {
+		var err error
+		probs, err = o.checkNamespace()
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	for i := range probs {
+		p := &probs[i]
+		if p.Kind != ProblemLinkCount {
+			continue
+		}
+		if err := s.update(ctx, func(o *op) error { return o.setLinks(p) }); err != nil {
+			return out, fmt.Errorf("repair: %s: %w", p, err)
+		}
+		out = append(out, *p)
+	}
+	return out, nil
 }
 
 type nsInode struct {

@@ -1,0 +1,117 @@
+package meta_test
+
+import (
+	"context"
+	"encoding/binary"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/metatest"
+	"poolfs/internal/meta/sqlite"
+)
+
+func inodeKey(ino meta.Ino) []byte { return binary.BigEndian.AppendUint64([]byte{'i'}, uint64(ino)) }
+
+func direntKey(parent meta.Ino, name string) []byte {
+	return append(binary.BigEndian.AppendUint64([]byte{'d'}, uint64(parent)), name...)
+}
+
+// TestCheckNamespace: a sound namespace has no problems; an inode deleted
+// under its entry (dangling entry), one of two hard links' entries lost
+// (link count) and a directory's entry lost (orphan inode, with its file)
+// are reported, repaired, and a second check finds nothing.
+func TestCheckNamespace(t *testing.T) {
+	e, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	s := metatest.NewStore(t, e)
+	ctx := context.Background()
+	mk := func(parent meta.Ino, name string, typ meta.FileType) meta.Attr {
+		a, err := s.Create(ctx, parent, name, typ, 0o755, 0, 0, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	d := mk(meta.RootIno, "d", meta.TypeDir)
+	gone := mk(d.Ino, "gone", meta.TypeFile)
+	linked := mk(d.Ino, "linked", meta.TypeFile)
+	if _, err := s.Link(ctx, linked.Ino, meta.RootIno, "link2"); err != nil {
+		t.Fatal(err)
+	}
+	lost := mk(meta.RootIno, "lost", meta.TypeDir)
+	mk(lost.Ino, "inside", meta.TypeFile)
+	if probs, err := s.CheckNamespace(ctx, false); err != nil || len(probs) != 0 {
+		t.Fatalf("sound namespace: %v, %v", probs, err)
+	}
+
+	err = e.Update(ctx, func(tx meta.Tx) error {
+		return errorsJoin(
+			tx.Delete(inodeKey(gone.Ino)),               // d/gone names nothing
+			tx.Delete(direntKey(meta.RootIno, "link2")), // linked: nlink 2, one entry
+			tx.Delete(direntKey(meta.RootIno, "lost")),  // lost: in no directory
+		)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probs, err := s.CheckNamespace(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range probs {
+		if !p.Repaired {
+			t.Errorf("not repaired: %v", p)
+		}
+		got = append(got, p.Kind)
+	}
+	slices.Sort(got)
+	// The root lost a subdirectory: its link count is one too high too.
+	want := []string{meta.ProblemDanglingEntry, meta.ProblemLinkCount, meta.ProblemLinkCount, meta.ProblemOrphanInode}
+	if !slices.Equal(got, want) {
+		t.Fatalf("problems %v, want %v: %v", got, want, probs)
+	}
+	if probs, err := s.CheckNamespace(ctx, false); err != nil || len(probs) != 0 {
+		t.Fatalf("after repair: %v, %v", probs, err)
+	}
+	if _, err := s.Lookup(ctx, d.Ino, "gone"); err == nil {
+		t.Error("dangling entry still there")
+	}
+	if a, err := s.Getattr(ctx, linked.Ino); err != nil || a.Nlink != 1 {
+		t.Errorf("linked: nlink %d, %v; want 1", a.Nlink, err)
+	}
+	lf, err := s.Lookup(ctx, meta.RootIno, meta.LostFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := s.Lookup(ctx, lf.Ino, "#"+itoa(uint64(lost.Ino)))
+	if err != nil || back.Ino != lost.Ino {
+		t.Fatalf("orphan directory not in lost+found: %v", err)
+	}
+	if _, err := s.Lookup(ctx, lost.Ino, "inside"); err != nil {
+		t.Fatalf("orphan directory's file: %v", err)
+	}
+}
+
+func errorsJoin(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func itoa(v uint64) string { return fmtU(v) }
+
+func fmtU(v uint64) string {
+	if v < 10 {
+		return string(rune('0' + v))
+	}
+	return fmtU(v/10) + string(rune('0'+v%10))
+}
