@@ -16,6 +16,7 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/fsck"
 	"poolfs/internal/meta"
+	"poolfs/internal/meta/sqlite"
 	"poolfs/internal/metarpc"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/placement"
@@ -32,7 +33,7 @@ var (
 
 func fsckCmd(g *globals) *cobra.Command {
 	var o fsck.Options
-	var offline bool
+	var offline, salvage bool
 	cmd := &cobra.Command{
 		Use:   "fsck",
 		Short: "Check the namespace, the stripe records and the fragments on the drives against each other",
@@ -46,12 +47,20 @@ is stopped (or with --offline), on its directory.
 orphan inodes into /lost+found, re-writes missing fragments from the others.
 --rebuild-stripes recreates stripe records lost from the store from the fragment
 headers on the drives (the newest generation with k fragments that verify).
+--salvage rebuilds a SQLite store that fails its integrity check from the rows
+it can still read, before the check: run it with --rebuild-stripes --repair.
 fsck never deletes a fragment. See docs/fsck-and-backup.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Progress = progressPrinter()
 			var rep *fsck.Report
 			var err error
+			if salvage {
+				if err := salvageStore(cmd.Context(), g.dir); err != nil {
+					return err
+				}
+				offline = true
+			}
 			if offline {
 				rep, err = fsckOffline(cmd.Context(), g.dir, o)
 			} else {
@@ -71,6 +80,7 @@ fsck never deletes a fragment. See docs/fsck-and-backup.md.`,
 	f := cmd.Flags()
 	f.BoolVar(&o.Repair, "repair", false, "fix what is safe to fix (link counts, dangling entries, orphan inodes, missing fragments)")
 	f.BoolVar(&o.RebuildStripes, "rebuild-stripes", false, "recreate lost stripe records from the fragment headers on the drives")
+	f.BoolVar(&salvage, "salvage", false, "first rebuild a corrupt SQLite store from the rows it can still read (cluster stopped; the damaged file is kept), then check offline")
 	f.BoolVar(&offline, "offline", false, "check the stopped cluster's directory directly (the default when the cluster does not answer)")
 	return cmd
 }
@@ -200,4 +210,18 @@ func fsckOffline(ctx context.Context, dir string, o fsck.Options) (*fsck.Report,
 		return nil, err
 	}
 	return rep, st.Sync(ctx)
+}
+
+// salvageStore rebuilds the stopped cluster's corrupt SQLite store from its
+// readable rows (sqlite.Salvage) and says what was lost.
+func salvageStore(ctx context.Context, dir string) error {
+	rep, err := sqlite.Salvage(ctx, filepath.Join(dir, "meta.db"))
+	if err != nil {
+		return fmt.Errorf("fsck --salvage (is the cluster stopped?): %w", err)
+	}
+	fmt.Printf("fsck: salvaged %d records of the metadata store; the damaged store is kept as %s\n", rep.Rows, rep.Old)
+	for _, r := range rep.Skipped {
+		fmt.Printf("fsck: unreadable, lost: records after key %x up to %x\n", r.From, r.To)
+	}
+	return nil
 }

@@ -97,7 +97,7 @@ any fragment on its word. Nothing on the drives has been changed. Ways out:
      then bring back stripes written since the backup:
        poolfs -c %[2]s fsck --rebuild-stripes
   2. without a backup, rebuild the store from what is still readable and the
-     fragment headers on the drives:
-       poolfs -c %[2]s fsck --rebuild-stripes --salvage
+     fragment headers on the drives (the damaged file is kept):
+       poolfs -c %[2]s fsck --salvage --rebuild-stripes --repair
 See docs/fsck-and-backup.md`, err, dir)
 }

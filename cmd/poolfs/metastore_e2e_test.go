@@ -91,11 +91,11 @@ func stripeKey(ino uint64) []byte {
 	return append([]byte{'s'}, byte(ino>>56), byte(ino>>48), byte(ino>>40), byte(ino>>32), byte(ino>>24), byte(ino>>16), byte(ino>>8), byte(ino))
 }
 
-// TestCorruptMetaStoreRefused: damaged B-tree pages of a stopped cluster's
-// meta.db (the pages holding a file's stripe records) make `up` refuse
-// with the way out, change nothing on the drives, and restoring the good
-// meta.db brings every file back byte for byte.
-func TestCorruptMetaStoreRefused(t *testing.T) {
+// corruptCluster makes a cluster of 60 files, stops it, keeps a copy of
+// its good meta.db and damages the B-tree pages of meta.db that hold one
+// file's stripe records (and its neighbours'). It returns the cluster
+// directory, the files and the good copy.
+func corruptCluster(t *testing.T) (string, map[string][]byte, string) {
 	dir := t.TempDir()
 	up := startUp(t, dir, "--drives", "12", "--drive-size", "1G", "--unit", "64K")
 	files := putFiles(t, dir, 60)
@@ -110,30 +110,58 @@ func TestCorruptMetaStoreRefused(t *testing.T) {
 	if err := os.WriteFile(good, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := fragmentsOn(t, dir)
 	pages, err := sqlitetest.CorruptLeafPages(db, stripeKey(victim))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("damaged pages %v of meta.db", pages)
+	return dir, files, good
+}
 
+// upRefuses checks that `up` refuses the corrupt store with the way out.
+func upRefuses(t *testing.T, dir string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, binary, "up", "-c", dir, "--listen", "127.0.0.1:0").CombinedOutput()
 	if err == nil {
 		t.Fatalf("up on a corrupt store started:\n%s", out)
 	}
-	for _, want := range []string{"metadata store is corrupt", "meta restore", "fsck --rebuild-stripes"} {
+	for _, want := range []string{"metadata store is corrupt", "meta restore", "fsck --rebuild-stripes", "fsck --salvage"} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("up's refusal lacks %q:\n%s", want, out)
 		}
 	}
 	t.Logf("up refused:\n%s", out)
+}
+
+// TestCorruptMetaStoreRefused: damaged B-tree pages of a stopped cluster's
+// meta.db (the pages holding a file's stripe records) make `up` refuse
+// with the way out, change nothing on the drives, and restoring the good
+// meta.db brings every file back byte for byte.
+func TestCorruptMetaStoreRefused(t *testing.T) {
+	dir, files, good := corruptCluster(t)
+	before := fragmentsOn(t, dir)
+	upRefuses(t, dir)
 	if after := fragmentsOn(t, dir); !slices.Equal(before, after) {
 		t.Fatalf("fragments changed: %d before, %d after", len(before), len(after))
 	}
-
 	run(t, "meta", "restore", "-c", dir, good)
+	startUp(t, dir)
+	checkFiles(t, dir, files)
+}
+
+// TestCorruptMetaStoreSalvage: without a backup, fsck --salvage
+// --rebuild-stripes --repair rebuilds the corrupt store from its readable
+// rows and the fragment headers, and every file reads back byte for byte.
+func TestCorruptMetaStoreSalvage(t *testing.T) {
+	dir, files, _ := corruptCluster(t)
+	upRefuses(t, dir)
+	out, ok := fsckRun(t, dir, "--salvage", "--rebuild-stripes", "--repair")
+	t.Logf("fsck --salvage --rebuild-stripes --repair:\n%s", out)
+	if !ok || !strings.Contains(out, "salvaged") || !strings.Contains(out, "stripe records restored") {
+		t.Fatal("fsck --salvage did not rebuild the store")
+	}
 	startUp(t, dir)
 	checkFiles(t, dir, files)
 }

@@ -69,21 +69,36 @@ func Restore(ctx context.Context, src, path string) (old string, err error) {
 		os.Remove(tmp)
 		return "", fmt.Errorf("restore: copy %s: %w", src, err)
 	}
-	if statErr == nil {
-		old = fmt.Sprintf("%s.replaced-%d", path, time.Now().Unix())
+	old, err = replaceLocked(path, tmp, "replaced", statErr == nil)
+	if err != nil {
+		return "", fmt.Errorf("restore: %w", err)
+	}
+	return old, nil
+}
+
+// replaceLocked puts the database file tmp in place of the one at path,
+// whose lock the caller holds: with exists, the current database is kept
+// as path.<what>-<unix time> (a hard link) and its WAL and shared-memory
+// files, which belong to it, move along; then tmp is renamed over path
+// and the directory fsynced. It returns the name the old database was
+// kept as ("" if none). tmp is removed on failure.
+func replaceLocked(path, tmp, what string, exists bool) (old string, err error) {
+	if exists {
+		old = fmt.Sprintf("%s.%s-%d", path, what, time.Now().Unix())
 		if err := os.Link(path, old); err != nil {
 			os.Remove(tmp)
-			return "", fmt.Errorf("restore: keep the current database: %w", err)
+			return "", fmt.Errorf("keep the current database: %w", err)
 		}
 		for _, p := range []string{path + "-wal", path + "-shm"} {
 			if err := os.Rename(p, old+p[len(path):]); err != nil && !os.IsNotExist(err) {
 				os.Remove(tmp)
-				return "", fmt.Errorf("restore: %w", err)
+				return "", err
 			}
 		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("restore: %w", err)
+		os.Remove(tmp)
+		return "", err
 	}
 	return old, syncDir(filepath.Dir(path))
 }
