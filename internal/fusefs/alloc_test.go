@@ -21,13 +21,29 @@ import (
 // punched, ranges zeroed, preallocations and truncates on a file in the
 // mount and on a reference file on the local disk, and compares the two
 // byte for byte (and their sizes) every few steps, through the open
-// descriptor and after a close and a fresh open.
+// descriptor, and at the end after a close through a fresh read-only
+// descriptor (page cache) too. On the default mount and one whose writes
+// go through the page cache.
 func TestFallocateProperty(t *testing.T) {
 	c := startCluster(t, cluster0())
 	mnt := mount(t, c)
+	cached, _ := mountWith(t, c, Options{AllowOther: true, URing: testURing(), CachedWrites: true})
+	for _, m := range []struct{ name, dir string }{{"default", mnt}, {"cached-writes", cached}} {
+		t.Run(m.name, func(t *testing.T) {
+			dir := filepath.Join(m.dir, m.name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			fallocateProperty(t, dir, t.TempDir())
+		})
+	}
+}
+
+// fallocateProperty is TestFallocateProperty in directory mnt, with
+// reference files in ref.
+func fallocateProperty(t *testing.T, mnt, ref string) {
 	const sb = 4 * 64 << 10 // the test cluster's stripe
 	const maxEnd = 10 * sb
-	ref := t.TempDir()
 	for seed := int64(1); seed <= 6; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
@@ -108,6 +124,12 @@ func TestFallocateProperty(t *testing.T) {
 			got, want = open()
 			compare(t, got, want, log)
 			got.Close()
+			ro, err := os.Open(filepath.Join(mnt, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(t, ro, want, log)
+			ro.Close()
 			want.Close()
 		})
 	}
