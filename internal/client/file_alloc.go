@@ -15,7 +15,9 @@ import (
 // that is a hole is written as a stripe of zeros and committed, so its
 // capacity is taken from the pool now and a later write into it replaces
 // a stripe of the same size (a commit that does not grow the pool's usage
-// cannot fail with ErrPoolFull). A stored stripe that ends before the
+// cannot fail with ErrPoolFull; the new generation's fragments still need
+// room on the drives until the old ones are collected, which drives filled
+// to their client-write limit refuse). A stored stripe that ends before the
 // range's end, within the file, is rewritten to reach it. Without
 // keepSize the file grows to off+n if it is shorter. The data the file
 // holds does not change. Buffered writes are flushed first.

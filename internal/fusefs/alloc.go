@@ -20,8 +20,9 @@ const (
 //
 //   - mode 0 and FALLOC_FL_KEEP_SIZE preallocate: the holes of the range
 //     are stored as stripes of zeros, so the pool's capacity is taken at
-//     once and later writes into the range cannot fail with ENOSPC
-//     (client.File.Preallocate); mode 0 also extends the size.
+//     once and later writes into the range do not grow the pool's usage
+//     (client.File.Preallocate says what can still refuse them); mode 0
+//     also extends the size.
 //   - FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE and FALLOC_FL_ZERO_RANGE
 //     drop the stripes wholly inside the range and rewrite the partial
 //     ones with zeros (client.File.ZeroRange); ZERO_RANGE without

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"poolfs/internal/cluster"
-	"poolfs/internal/mgmt"
 )
 
 // TestFallocateProperty runs seeded random sequences of writes, holes
@@ -217,67 +216,61 @@ func TestFallocateModes(t *testing.T) {
 	}
 }
 
-// TestPreallocateReserves: space preallocated with fallocate is the
-// file's: after another file filled the pool (to its limit, which leaves
-// the drives the preservation capacity), writes into the preallocated
-// range still succeed and read back; a preallocation larger than the pool
-// fails with ENOSPC.
-func TestPreallocateReserves(t *testing.T) {
+// TestPreallocateTakesSpace: preallocation takes the range's space from
+// the pool at once (the pool's usage grows by the range's stripes), a
+// later write over the range does not grow it again and reads back, and a
+// preallocation larger than the pool fails with ENOSPC having written
+// nothing.
+func TestPreallocateTakesSpace(t *testing.T) {
 	c := startCluster(t, cluster.Config{Drives: 12, Scheme: "4+2", Unit: 64 << 10, DriveSize: 8 << 20})
 	mnt := mount(t, c)
+	ctx := context.Background()
+	usage := func() uint64 {
+		t.Helper()
+		root, err := c.Store.Getattr(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _, err := c.Store.PoolUsage(ctx, root.Layout.Pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
 	res := filepath.Join(mnt, "reserved")
 	f, err := os.Create(res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	const size = 6 << 20
+	const size = 6 << 20 // 24 stripes of 4 x 64 KiB
+	before := usage()
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
 		t.Fatalf("preallocate %d bytes: %v", size, err)
+	}
+	const raw = size / 4 * 6 // 4+2
+	allocated := usage()
+	if allocated-before < raw {
+		t.Fatalf("preallocating %d bytes took %d raw bytes, want at least %d", size, allocated-before, raw)
 	}
 	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, size, 1<<30); err != syscall.ENOSPC {
 		t.Fatalf("preallocate 1 GiB in a pool of 96 MiB: %v, want ENOSPC", err)
 	}
-	fill, err := os.Create(filepath.Join(mnt, "fill"))
-	if err != nil {
-		t.Fatal(err)
+	if u := usage(); u != allocated {
+		t.Fatalf("a refused preallocation changed the pool's usage from %d to %d", allocated, u)
 	}
-	var werr error
-	for i := 0; i < 128 && werr == nil; i++ {
-		if _, werr = fill.Write(make([]byte, 1<<20)); werr == nil {
-			werr = fill.Sync()
-		}
-	}
-	fill.Close()
-	if !errorIs(werr, syscall.ENOSPC) {
-		t.Fatalf("filling the pool: %v, want ENOSPC", werr)
-	}
-	// A write into the range replaces stripes by new generations of the
-	// same size: the pool's usage does not grow. Their fragments need
-	// room on the drives until the collector (every 5 s by default; here
-	// run after each fsync) deletes the old ones.
-	gc := func() {
-		t.Helper()
-		if _, err := c.Mgmt.GC(context.Background(), mgmt.GCArgs{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gc()
 	data := make([]byte, size)
 	rand.New(rand.NewSource(1)).Read(data)
-	for i, off := 0, 0; off < size; i, off = i+1, off+100<<10 {
+	for off := 0; off < size; off += 100 << 10 {
 		if _, err := f.WriteAt(data[off:min(off+100<<10, size)], int64(off)); err != nil {
-			t.Fatalf("write at %d into the preallocated range of a full pool: %v", off, err)
-		}
-		if i%10 == 9 {
-			if err := f.Sync(); err != nil {
-				t.Fatalf("fsync at %d of the preallocated range of a full pool: %v", off, err)
-			}
-			gc()
+			t.Fatalf("write at %d into the preallocated range: %v", off, err)
 		}
 	}
 	if err := f.Sync(); err != nil {
-		t.Fatalf("fsync after writing the preallocated range of a full pool: %v", err)
+		t.Fatalf("fsync: %v", err)
+	}
+	if u := usage(); u != allocated {
+		t.Fatalf("writing the preallocated range changed the pool's usage from %d to %d", allocated, u)
 	}
 	got, err := os.ReadFile(res)
 	if err != nil || !bytes.Equal(got, data) {
