@@ -31,14 +31,16 @@ type openFile struct {
 // acquire returns the shared file of ino, opening it (client File and meta
 // Open) if no handle of this mount has it open. Every successful acquire is
 // balanced by one release.
-func (fsys *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
-	return fsys.acquireAttr(ctx, ino, nil)
+// name is the file's path in the mount, for the File's errors (a data
+// loss names it).
+func (fsys *FS) acquire(ctx context.Context, ino meta.Ino, name string) (*openFile, error) {
+	return fsys.acquireAttr(ctx, ino, nil, name)
 }
 
 // acquireAttr is acquire that, if a is not nil, opens the File from the
 // attributes a (of ino, just returned by the metadata service: a create)
 // instead of reading them again.
-func (fsys *FS) acquireAttr(ctx context.Context, ino meta.Ino, a *meta.Attr) (*openFile, error) {
+func (fsys *FS) acquireAttr(ctx context.Context, ino meta.Ino, a *meta.Attr, name string) (*openFile, error) {
 	fsys.mu.Lock()
 	of := fsys.mu.files[ino]
 	if of == nil {
@@ -56,9 +58,9 @@ func (fsys *FS) acquireAttr(ctx context.Context, ino meta.Ino, a *meta.Attr) (*o
 	var f *client.File
 	var err error
 	if a != nil {
-		f, err = fsys.c.OpenAttr(*a, "")
+		f, err = fsys.c.OpenAttr(*a, name)
 	} else {
-		f, err = fsys.c.Open(ctx, ino, "")
+		f, err = fsys.c.Open(ctx, ino, name)
 	}
 	if err == nil {
 		if err = fsys.m.Open(ctx, ino); err != nil {

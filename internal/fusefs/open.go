@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"path"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -51,10 +52,14 @@ func (fsys *FS) newHandle(of *openFile, in *fs.Inode, flags uint32) (*handle, ui
 	return &handle{fsys: fsys, of: of, in: in, mark: of.f.Mark(), cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl
 }
 
+// mountPath is the node's path from the root of the mount ("/a/b"), one of
+// its names if it has several.
+func (n *node) mountPath() string { return "/" + n.Path(nil) }
+
 // Open opens a regular file: the shared File of the inode, opened in this
 // mount if it was not already.
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	of, err := n.fsys.acquire(bg(ctx), n.ino)
+	of, err := n.fsys.acquire(bg(ctx), n.ino, n.mountPath())
 	if err != nil {
 		return nil, 0, n.fsys.errno("open", err)
 	}
@@ -79,7 +84,7 @@ func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out 
 	// it, or the failure path gives it back. The File opens from the
 	// attributes the create returned.
 	ino := a.Ino
-	of, err := n.fsys.acquireAttr(bg(ctx), ino, &a)
+	of, err := n.fsys.acquireAttr(bg(ctx), ino, &a, path.Join(n.mountPath(), name))
 	if err != nil {
 		n.fsys.opens.unclaim(bg(ctx), ino)
 		return nil, nil, 0, n.fsys.errno("create", err)
@@ -97,7 +102,7 @@ func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) sysc
 	if h, ok := fh.(*handle); ok {
 		return n.fsys.errno("truncate", h.file().Truncate(ctx, int64(size)))
 	}
-	of, err := n.fsys.acquire(ctx, n.ino)
+	of, err := n.fsys.acquire(ctx, n.ino, n.mountPath())
 	if err != nil {
 		return n.fsys.errno("truncate", err)
 	}
