@@ -229,7 +229,7 @@ func writeRebuildCharts(out string, runs []rebuildRun, o rebuildOpts) error {
 // model (scaled) and connects to it.
 func benchCluster(ctx context.Context, dir, layout string, drives int, scheme, model string, scale float64, unit uint32) (*cluster.Cluster, *cluster.Conn, error) {
 	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, Listen: "127.0.0.1:0", Drives: drives, Scheme: scheme,
-		Unit: unit, DriveSize: 4 << 30, Layout: layout, DriveModel: model, SpeedScale: scale,
+		Unit: unit, DriveSize: 4 << 30, Overcommit: true, Layout: layout, DriveModel: model, SpeedScale: scale,
 		GCInterval: time.Hour, HealthInterval: 200 * time.Millisecond, RebuildInterval: 5 * time.Second})
 	if err != nil {
 		return nil, nil, err

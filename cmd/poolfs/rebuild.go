@@ -49,7 +49,7 @@ func rebuildCmd(g *globals) *cobra.Command {
 							seen = true
 						}
 						b.set(st.BytesDone)
-					} else if seen || st.Degraded+st.Critical+st.Misplaced == 0 {
+					} else if seen || st.Degraded+st.Critical+st.Misplaced == 0 || st.Incomplete != "" {
 						if b != nil {
 							b.finish()
 						}

@@ -95,6 +95,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&cfg.Scheme, "scheme", "8+2", "erasure scheme K+M of the pool")
 	f.StringVar(&unit, "unit", "1M", "stripe unit: bytes of one data fragment of a full stripe")
 	f.StringVar(&driveSize, "drive-size", "", "capacity each emulated drive advertises, e.g. 100G (default: free space / drives)")
+	f.BoolVar(&cfg.Overcommit, "force", false, "with --drive-size: let the drives advertise more than the disk has free")
 	f.StringVar(&preservation, "preservation", "auto", "drives' worth of capacity kept free for rebuilds (auto: grows with the pool, as in Dynamic Disk Pools)")
 	f.StringVar(&cfg.Domains, "failure-domain", "", "spread drives over failure domains, e.g. server=4,enclosure=2")
 	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")

@@ -66,7 +66,7 @@ func openSegFile(path string, flags int, direct bool) (fd int, usedDirect bool, 
 
 // createSegment creates segment id, of at most size bytes, durable (file,
 // header and directory entry) before it takes any record. Its first
-// preallocStep bytes are preallocated; preallocate extends that as
+// step bytes (preallocStep) are preallocated; preallocate extends that as
 // records are placed.
 func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 	s := &segment{id: id, path: d.segPath(id), fd: -1}
@@ -88,7 +88,7 @@ func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 	}
 	alloc := int64(0)
 	if d.prealloc {
-		alloc = min(size, preallocStep)
+		alloc = min(size, d.preallocStep())
 		if err := unix.Fallocate(fd, 0, 0, alloc); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 			return fail(err)
 		}
@@ -111,11 +111,14 @@ func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 }
 
 // preallocStep is how far ahead of its records an active segment is
-// preallocated: enough that fdatasync finds the extents allocated (only
-// their conversion to written is metadata), small enough that the space a
-// drive takes beyond its fragments stays a few steps per active segment
-// rather than whole segments.
-const preallocStep = 16 << 20
+// preallocated: a sixteenth of a segment, between 1 and 16 MiB. Enough
+// that fdatasync mostly finds the extents allocated (only their conversion
+// to written is metadata), small enough that the space a drive takes
+// beyond its fragments stays a step per active segment (at most 64 MiB a
+// drive; 1/128 of a small drive) rather than whole segments.
+func (d *segmentDrive) preallocStep() int64 {
+	return min(max(int64(roundUp(int(d.segSize/16), Align)), 1<<20), 16<<20)
+}
 
 // preallocate extends the preallocated extent of active segment s to
 // cover its bytes up to end, a step at a time. It is called under the
@@ -132,7 +135,7 @@ func (d *segmentDrive) preallocate(s *segment, end int64) {
 	if end <= from {
 		return
 	}
-	to := min(max(end, from+preallocStep), max(limit, end))
+	to := min(max(end, from+d.preallocStep()), max(limit, end))
 	if err := unix.Fallocate(s.fd, 0, from, to-from); err != nil {
 		return
 	}

@@ -47,7 +47,11 @@ func TestSegmentsSpaceFollowsFragments(t *testing.T) {
 	if segs := segmentFiles(t, dir); len(segs) != activeSegments {
 		t.Fatalf("%d segment files, want %d (every slot used)", len(segs), activeSegments)
 	}
-	limit := stored + activeSegments*(preallocStep+Align) + n*Align
+	step := d.impl.(*segmentDrive).preallocStep()
+	if step != 16<<20 {
+		t.Fatalf("preallocation step %d for 256 MiB segments, want 16 MiB", step)
+	}
+	limit := stored + activeSegments*(step+Align) + n*Align
 	if got := onDisk(t, dir); got > limit {
 		t.Fatalf("%d fragments of 64 KiB take %d MiB on disk, want at most %d MiB", n, got>>20, limit>>20)
 	}
@@ -68,7 +72,7 @@ func TestSegmentsSpaceFollowsFragments(t *testing.T) {
 	}
 	// Active segments stay, their deleted records punched out: what is
 	// left is their header and preallocation.
-	if got := onDisk(t, dir); got > activeSegments*(preallocStep+Align)+Align {
+	if got := onDisk(t, dir); got > activeSegments*(step+Align)+Align {
 		t.Fatalf("a drive with no fragment takes %d MiB on disk", got>>20)
 	}
 	// Writing again reuses the space freed (nothing grows without bound).

@@ -28,6 +28,10 @@ type Config struct {
 	Scheme    string // "K+M" (default "8+2")
 	Unit      uint32 // stripe unit bytes (default 1 MiB)
 	DriveSize int64  // advertised bytes per drive (default: free space / drives)
+	// Overcommit lets a new cluster's drives advertise more than the file
+	// system holding Dir has free (refused otherwise); status warns when
+	// they may take more than it has left.
+	Overcommit bool
 	// Preservation is the number of drives' worth of capacity kept free for
 	// rebuilds: 0 picks clustermap.DefaultPreservation for the pool size,
 	// NoPreservation keeps none.

@@ -246,15 +246,21 @@ func (c *Cluster) loadOrCreateMap(ctx context.Context) (*clustermap.Map, error) 
 	cfg := c.Config
 	k, mm, _ := ParseScheme(cfg.Scheme)
 	size := cfg.DriveSize
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(cfg.Dir, &st); err != nil {
+		return nil, err
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
 	if size == 0 {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(cfg.Dir, &st); err != nil {
-			return nil, err
-		}
-		size = int64(st.Bavail) * int64(st.Bsize) / int64(cfg.Drives) / (1 << 30) * (1 << 30)
+		size = free / int64(cfg.Drives) / (1 << 30) * (1 << 30)
 		if size <= 0 {
 			return nil, fmt.Errorf("cluster: not enough free space in %s for %d drives", cfg.Dir, cfg.Drives)
 		}
+	} else if need := size * int64(cfg.Drives); need > free && !cfg.Overcommit {
+		gib := func(n int64) float64 { return float64(n) / (1 << 30) }
+		return nil, fmt.Errorf("cluster: %d drives of %.1f GiB advertise %.1f GiB, the file system holding %s has %.1f GiB free: "+
+			"use smaller drives, or overcommit (`poolfs up --force`) if the data will stay small",
+			cfg.Drives, gib(size), gib(need), cfg.Dir, gib(free))
 	}
 	levels, _ := parseDomains(cfg.Domains)
 	layout := placement.Declustered

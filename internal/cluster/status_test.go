@@ -373,3 +373,25 @@ func TestPoolCreateRefusesMoreThanTheHostHas(t *testing.T) {
 		return len(eventsOf(t, conn, mgmt.EventHostSpaceLow)) == 1
 	})
 }
+
+// TestUpRefusesMoreThanTheHostHas: a new cluster whose drives would
+// advertise more than its directory's file system has free is refused
+// with the figures, unless overcommit is asked for.
+func TestUpRefusesMoreThanTheHostHas(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Listen: "127.0.0.1:0", Drives: 12, DriveSize: 100 << 40, GCInterval: time.Hour}
+	c, err := Start(context.Background(), cfg)
+	if err == nil {
+		c.Close()
+		t.Fatal("12 drives of 100 TiB accepted")
+	}
+	if !strings.Contains(err.Error(), "GiB free") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("refusal %q does not give the free space and the way out", err)
+	}
+	cfg.Overcommit = true
+	c, err = Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}

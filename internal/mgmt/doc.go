@@ -24,6 +24,33 @@
 // longer slow; past the grace it is failed like any down drive. Probes and
 // status never wait longer than DownAfter and one second for a drive.
 //
+// Health (health.go, status.go). A pool's health is the redundancy of its
+// data, judged from the coordinator's last scan of its stripes (Assess, a
+// pure function): data loss if a stripe lost more fragments than parity
+// covers, critical if one misses M (one more failure loses it) or waits
+// for a down drive to be readable, degraded if one misses fewer, healthy
+// otherwise, whatever the drives' states: a failed drive whose data was
+// rebuilt leaves the pool healthy with a note to replace it. Until the
+// stripes are scanned at the current drive states the drives decide. The
+// notes say what to do: replace a failed drive, when a down drive will be
+// failed, a rebuild's progress, why a rebuild cannot finish, the
+// preservation capacity left, a host file system running short.
+//
+// Recovery state is kept per pool (rebuild_status.go): each pool's run
+// starts and ends with its own events, naming the pool. A run ends with
+// rebuild.done only when every stripe was restored; otherwise (too few
+// drives, no free drive in a placement group, every task failing, data
+// lost) with rebuild.incomplete and its reason, which status shows. Lost
+// stripes are counted, and the lost files are those of the last scan, so
+// a removed file leaves the list.
+//
+// Clients report the fragments they rewrote by read repair (repairs.go,
+// RepairBatcher: at most one call a second); they count in the status and
+// are read.repair events. The failure detector's probes also record each
+// drive's usage, and a host file system whose drives advertise more than
+// it has left is a host.space-low event (hostspace.go); pool create
+// refuses such drives unless forced.
+//
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
 //     changed with compare-and-set, each change bumping Epoch by one;
