@@ -194,11 +194,3 @@ func readOnce(ctx context.Context, dir string, want uint32, inFlight int) (float
 	}
 	return float64(a.Size) / (1 << 20) / el.Seconds(), nil
 }
-
-func fmtList(v []float64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprintf("%.0f", x)
-	}
-	return strings.Join(s, ", ")
-}
