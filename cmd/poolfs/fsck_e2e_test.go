@@ -7,8 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/cluster"
+	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/sqlite"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
 )
 
 // deleteStripeRecords removes every stripe record of the files inos from
@@ -95,5 +102,70 @@ func TestFsckRebuildStripes(t *testing.T) {
 		t.Fatalf("fsck after the rebuild:\n%s", out)
 	}
 	startUp(t, dir)
+	checkFiles(t, dir, files)
+}
+
+// TestFsckOnlineRepair: with the cluster running, fragments deleted from
+// the drives are reported by fsck by path, re-written from the others by
+// fsck --repair, and a second fsck finds nothing.
+func TestFsckOnlineRepair(t *testing.T) {
+	dir := t.TempDir()
+	startUp(t, dir, "--drives", "12", "--drive-size", "1G", "--unit", "64K")
+	files := putFiles(t, dir, 8)
+	ino := meta.Ino(inodeOf(t, dir, "/d1/f7")) // two stripes
+	ctx := context.Background()
+	conn, err := cluster.Connect(ctx, dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	recs, err := conn.Meta.Stripes(ctx, ino, 0, 1)
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("stripes: %v, %v", recs, err)
+	}
+	m, err := conn.Mgmt.Map(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := cluster.ReadInfo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := storage.NewDialer(secret, rpc.ClientOptions{})
+	defer d.Close()
+	type frag struct {
+		drive chunkstore.Drive
+		key   erasure.FragmentKey
+	}
+	var gone []frag
+	for i, rec := range recs {
+		idx := 2 + 3*i
+		drv, err := d.Drive(m, placement.DriveID(rec.Drives[idx]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(idx)}
+		if err := drv.DeleteFragment(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, frag{drv, key})
+	}
+	out, ok := fsckRun(t, dir)
+	if ok || strings.Count(out, "missing-fragments: /d1/f7:") != 2 {
+		t.Fatalf("fsck of a cluster missing 2 fragments:\n%s", out)
+	}
+	out, ok = fsckRun(t, dir, "--repair")
+	if !ok || !strings.Contains(out, "2 fragments re-written") {
+		t.Fatalf("fsck --repair:\n%s", out)
+	}
+	t.Logf("fsck --repair:\n%s", out)
+	for _, f := range gone {
+		if _, err := f.drive.ReadFragment(ctx, f.key, 0, -1, nil); err != nil {
+			t.Fatalf("fragment %v not re-written: %v", f.key, err)
+		}
+	}
+	if out, ok := fsckRun(t, dir); !ok || !strings.Contains(out, "0 problems") {
+		t.Fatalf("fsck after the repair:\n%s", out)
+	}
 	checkFiles(t, dir, files)
 }
