@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,9 @@ func TestHealClearsFaults(t *testing.T) {
 	survey := []string{"bench", "survey", "-c", dir, "--size", "1m", "--record", "256k", "--threads", "1"}
 	run(t, "drive", "fault", "-c", dir, "d03", "corrupt", "1")
 	out := run(t, survey...)
-	if !strings.Contains(out, "| d03 |") || !strings.Contains(out, "**BAD**: 4 of 4 fragments read back corrupt") || strings.Count(out, "**BAD**") != 1 {
+	// Every read of d03 has a bit flipped; a flip in a fragment's padding
+	// (not covered by its CRCs) goes unseen, so not always all 4 are bad.
+	if !regexp.MustCompile(`\| d03 \|.*\*\*BAD\*\*: [1-4] of 4 fragments read back corrupt`).MatchString(out) || strings.Count(out, "**BAD**") != 1 {
 		t.Fatalf("survey with a corrupting d03:\n%s", out)
 	}
 	run(t, "drive", "fault", "-c", dir, "d03", "slow", "1h")
