@@ -133,6 +133,7 @@ type Client struct {
 	ahead chan struct{}
 
 	small smallFiles // when writes last fetched the map (smallfile.go)
+	space *spaceGate // admission of buffered writes (space.go)
 
 	lat     *latencies    // fragment-read latency per drive (latency.go)
 	repairs chan struct{} // a token per background read repair (read_repair.go)
@@ -174,6 +175,7 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 		lat:         newLatencies(opts.HedgeFloor, opts.HedgeFactor),
 		repairs:     make(chan struct{}, opts.RepairsInFlight)}
 	c.mu.codecs = map[[2]int]*erasure.Codec{}
+	c.space = newSpaceGate(m)
 	return c
 }
 

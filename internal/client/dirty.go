@@ -17,6 +17,9 @@ type dirtyStripe struct {
 	// keeps the stripe flat.
 	k, unit int
 	pool    *bufPool
+	// held is the raw bytes this stripe holds in the client's spaceGate
+	// (file_space.go).
+	held uint64
 }
 
 type span struct{ a, b int }
@@ -100,6 +103,14 @@ func addSpan(spans []span, s span) []span {
 	out = append(out, s)
 	sort.Slice(out, func(i, j int) bool { return out[i].a < out[j].a })
 	return out
+}
+
+// end is the stripe-relative offset after the last byte written.
+func (d *dirtyStripe) end() int {
+	if len(d.spans) == 0 {
+		return 0
+	}
+	return d.spans[len(d.spans)-1].b
 }
 
 // covers reports whether the spans cover [0, n).

@@ -38,6 +38,8 @@ type File struct {
 	// the stripe cache, sequential reads) and shard ranges read for a
 	// request alone (random reads); see ReadCounts.
 	wholeReads, rangeReads atomic.Int64
+	// held is the space f's dirty stripes hold in the client's spaceGate.
+	held *fileHeld
 
 	mu struct {
 		sync.Mutex
@@ -94,6 +96,7 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.mu.gens = map[uint64]uint64{}
 	f.mu.recs = map[uint64]meta.StripeRec{}
 	f.mu.openSize = int64(a.Size)
+	f.holdSpace()
 	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)
 	f.wb.shared = c.writeBehind
 	f.wb.idle = sync.NewCond(&f.mu.Mutex)
@@ -151,7 +154,7 @@ func (f *File) WriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int64) 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.writeLocked(ctx, m, p, off)
+	return f.writeLocked(ctx, m, p, off, true)
 }
 
 // TryWriteAtFor is WriteAtFor that never waits: unless the mutex is free
@@ -183,7 +186,7 @@ func (f *File) TryWriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int6
 	if len(f.mu.dirty)+added > f.maxDirty() {
 		return 0, ErrWouldBlock
 	}
-	return f.writeLocked(ctx, m, p, off)
+	return f.writeLocked(ctx, m, p, off, false)
 }
 
 // piece is the part of a request that falls in one stripe.
@@ -210,8 +213,15 @@ func pieces(off int64, n int, sb int64) iter.Seq[piece] {
 	}
 }
 
-// writeLocked is WriteAtFor with f.mu held.
-func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64) (int, error) {
+// writeLocked is WriteAtFor with f.mu held. A write the pool has no room
+// for fails with ErrPoolFull before anything is buffered (admitLocked);
+// with !wait, where admission would ask the metadata service, it fails
+// with ErrWouldBlock having changed nothing.
+func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64, wait bool) (int, error) {
+	holds, err := f.admitLocked(ctx, len(p), off, wait)
+	if err != nil {
+		return 0, err
+	}
 	sb := f.stripeBytes()
 	for pc := range pieces(off, len(p), sb) {
 		d := f.mu.dirty[pc.s]
@@ -219,6 +229,9 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64)
 			lay := f.mu.attr.Layout
 			d = &dirtyStripe{k: lay.K, unit: int(lay.Unit), pool: f.c.bufs.get(lay.K+lay.M, int(lay.Unit))}
 			f.mu.dirty[pc.s] = d
+		}
+		if h, ok := holds[pc.s]; ok {
+			d.held = h
 		}
 		d.write(pc.in, p[pc.done:pc.done+pc.n])
 		f.mu.cache.drop(pc.s)
@@ -293,6 +306,7 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 		err := f.writeStripesLocked(ctx, todo, false)
 		if err == nil {
 			for _, s := range todo {
+				f.unholdLocked(f.mu.dirty[s], true)
 				f.mu.dirty[s].release()
 				delete(f.mu.dirty, s)
 			}

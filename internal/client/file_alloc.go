@@ -251,7 +251,7 @@ func (f *File) ZeroRange(ctx context.Context, off, n int64, keepSize bool) error
 
 // zeroLocked buffers zeros over [lo, hi).
 func (f *File) zeroLocked(ctx context.Context, lo, hi int64) error {
-	_, err := f.writeLocked(ctx, &f.mark, make([]byte, hi-lo), lo)
+	_, err := f.writeLocked(ctx, &f.mark, make([]byte, hi-lo), lo, true)
 	return err
 }
 

@@ -118,6 +118,7 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		if f.mu.inflight[s] == in {
 			delete(f.mu.inflight, s)
 		}
+		f.unholdLocked(d, err == nil)
 		d.release()
 		if err != nil {
 			f.wb.setErr(err)

@@ -212,6 +212,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		defer c.wg.Done()
 		c.Store.ReapSessions(gctx, c.Config.GCInterval)
 	}()
+	c.Mgmt.UpdatePoolLimits(ctx) // what the drives can take, before the first health pass
 	go c.healthLoop(gctx)
 	go func() {
 		defer c.wg.Done()

@@ -37,7 +37,9 @@ const localCheckTimeout = time.Second
 // management service's pass (mgmt.Service.CheckDrives), which probes every
 // drive through the storage RPC as clients reach it: a drive that does not
 // answer goes down, one that answers again comes back up, and one down for
-// longer than its pool's grace period is declared failed.
+// longer than its pool's grace period is declared failed. Last, it sets
+// the pools' limits from what their drives can still take
+// (mgmt.Service.UpdatePoolLimits).
 func (c *Cluster) healthLoop(ctx context.Context) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.Config.HealthInterval)
@@ -49,6 +51,7 @@ func (c *Cluster) healthLoop(ctx context.Context) {
 		case <-t.C:
 			c.checkDrives(ctx)
 			c.Mgmt.CheckDrives(ctx)
+			c.Mgmt.UpdatePoolLimits(ctx)
 		}
 	}
 }

@@ -1,0 +1,115 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+)
+
+// spaceGate admits buffered writes against the pool's remaining room, so
+// that a write the pool cannot hold fails at write(2) with ErrPoolFull
+// instead of being accepted and lost at writeback (where only close or
+// fsync could report it, and `echo x > f` never would).
+//
+// Every dirty stripe holds a reservation of the raw bytes it will add to
+// its pool when committed (reserveFor); a write that would take the pool's
+// usage plus this client's reservations past the pool's limit is refused
+// before any byte is buffered. The pool's usage and limit come from the
+// metadata store (the limit follows what the drives can still take:
+// mgmt.Service.UpdatePoolLimits) and are fetched again when older than
+// spaceFresh or when a write would not fit. A committed reservation moves
+// into the cached usage; a dropped one is given back.
+type spaceGate struct {
+	meta Stripes
+	mu   struct {
+		sync.Mutex
+		pools map[uint32]*poolSpace
+	}
+}
+
+type poolSpace struct {
+	used, limit uint64 // as fetched, plus what this client committed since
+	fetched     time.Time
+	reserved    uint64 // raw bytes held by this client's dirty stripes
+}
+
+// spaceFresh is how long a fetched pool usage is trusted while writes fit.
+const spaceFresh = time.Second
+
+func newSpaceGate(m Stripes) *spaceGate {
+	g := &spaceGate{meta: m}
+	g.mu.pools = map[uint32]*poolSpace{}
+	return g
+}
+
+// reserve admits n more raw bytes of buffered writes to pool, or fails
+// with ErrPoolFull. With wait false it never calls the metadata service
+// and returns ErrWouldBlock where it would have to.
+func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait bool) error {
+	if n == 0 {
+		return nil
+	}
+	for fetched := false; ; fetched = true {
+		g.mu.Lock()
+		ps := g.mu.pools[pool]
+		if ps == nil {
+			ps = &poolSpace{}
+			g.mu.pools[pool] = ps
+		}
+		fits := ps.limit == 0 || ps.used+ps.reserved+n <= ps.limit
+		fresh := !ps.fetched.IsZero() && time.Since(ps.fetched) < spaceFresh
+		if fits && (fresh || fetched) {
+			ps.reserved += n
+			g.mu.Unlock()
+			return nil
+		}
+		if fetched {
+			used, limit, reserved := ps.used, ps.limit, ps.reserved
+			g.mu.Unlock()
+			return fmt.Errorf("%w: pool %d: %d of %d bytes used, %d buffered, a write needs %d more",
+				ErrPoolFull, pool, used, limit, reserved, n)
+		}
+		g.mu.Unlock()
+		if !wait {
+			return ErrWouldBlock
+		}
+		used, limit, err := g.meta.PoolUsage(ctx, pool)
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		ps.used, ps.limit, ps.fetched = used, limit, time.Now()
+		g.mu.Unlock()
+	}
+}
+
+// done ends a reservation of n bytes of pool; committed ones now count as
+// used.
+func (g *spaceGate) done(pool uint32, n uint64, committed bool) {
+	if n == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ps := g.mu.pools[pool]
+	if ps == nil {
+		return
+	}
+	ps.reserved -= min(n, ps.reserved)
+	if committed {
+		ps.used += n
+	}
+}
+
+// stripeRaw is the raw bytes (shard size × fragments, as the metadata
+// store counts them) of a stripe of l user bytes in layout lay.
+func stripeRaw(lay meta.Layout, l int64) uint64 {
+	if l <= 0 {
+		return 0
+	}
+	return uint64(erasure.ShardSize(int(l), lay.K, int(lay.Unit))) * uint64(lay.K+lay.M)
+}
