@@ -66,7 +66,7 @@ func timeChecks() []check {
 				wantTimes(t, p)
 			}
 		}},
-		{"times_cp_p_and_tar", func(t *testing.T, dir string) {
+		{"times_cp_p_rsync_tar", func(t *testing.T, dir string) {
 			src := filepath.Join(t.TempDir(), "tree")
 			names := []string{"a", "d/b", "d/e/c", "big"}
 			for i, name := range names {
@@ -89,6 +89,21 @@ func timeChecks() []check {
 				t.Fatalf("cp -p: %v: %s", err, out)
 			}
 			check(filepath.Join(dir, "cp"))
+			if _, err := exec.LookPath("rsync"); err == nil {
+				if out, err := exec.Command("rsync", "-rt", src+"/", filepath.Join(dir, "rsync")).CombinedOutput(); err != nil {
+					t.Fatalf("rsync -t: %v: %s", err, out)
+				}
+				for _, name := range names {
+					if st := stat(t, filepath.Join(dir, "rsync", name)); st.Mtim.Nano() != mt.UnixNano() {
+						t.Fatalf("rsync -t: %s: mtime %v, want %v", name, time.Unix(0, st.Mtim.Nano()).UTC(), mt)
+					}
+				}
+				// A second run finds nothing to copy: the times matched.
+				out, err := exec.Command("rsync", "-rt", "--itemize-changes", src+"/", filepath.Join(dir, "rsync")).CombinedOutput()
+				if err != nil || len(out) != 0 {
+					t.Fatalf("second rsync -t copied again: %v: %q", err, out)
+				}
+			}
 			if _, err := exec.LookPath("tar"); err != nil {
 				t.Log("no tar: cp -p checked only")
 				return
