@@ -395,3 +395,49 @@ func TestUpRefusesMoreThanTheHostHas(t *testing.T) {
 	}
 	c.Close()
 }
+
+// corruptAll makes every drive of c corrupt the given fraction of reads.
+func corruptAll(t *testing.T, c *Cluster, fraction float64) {
+	t.Helper()
+	m, _ := c.Mgmt.Map(context.Background())
+	for _, d := range m.Drives {
+		if err := c.storage.Fault(storage.FaultArgs{Drive: d.ID, Op: "corrupt", Fraction: fraction, Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRebuildWhoseTasksAllFail: a rebuild whose every task fails (every
+// source reads corrupt) ends as incomplete with the reason, once: its
+// retries at each interval are not new events. Once reads are sound again
+// a retry finishes it.
+func TestRebuildWhoseTasksAllFail(t *testing.T) {
+	c, conn := startRebuildTest(t, Config{Drives: 12})
+	ctx := context.Background()
+	files := fillFiles(t, conn, 10, 8, 16<<10)
+	corruptAll(t, c, 1)
+	if err := conn.Mgmt.FailDrive(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, conn, "rebuild.incomplete", func(*mgmt.Status) bool {
+		return len(eventsOf(t, conn, mgmt.EventRebuildIncomplete)) > 0
+	})
+	ev := eventsOf(t, conn, mgmt.EventRebuildIncomplete)[0]
+	if !strings.Contains(ev.Message, "tasks failed") || ev.Subject != "pool/default" {
+		t.Fatalf("rebuild.incomplete %+v: want the failed tasks as the reason", ev)
+	}
+	st := waitStatus(t, conn, "incomplete in status", func(st *mgmt.Status) bool { return st.Rebuild.Incomplete != "" })
+	if st.Pools[0].Health != mgmt.HealthDegraded || !hasNote(st.Pools[0], "rebuild cannot finish") {
+		t.Fatalf("pool %q notes %q: want degraded and the reason", st.Pools[0].Health, st.Pools[0].Notes)
+	}
+	time.Sleep(3 * time.Second) // three rebuild intervals: three retries
+	if n, m := len(eventsOf(t, conn, mgmt.EventRebuildStart)), len(eventsOf(t, conn, mgmt.EventRebuildIncomplete)); n != 1 || m != 1 {
+		t.Fatalf("%d rebuild.start and %d rebuild.incomplete events after the retries, want one each", n, m)
+	}
+	corruptAll(t, c, 0)
+	waitHealthy(t, c)
+	waitStatus(t, conn, "rebuild.done", func(st *mgmt.Status) bool {
+		return len(eventsOf(t, conn, mgmt.EventRebuildDone)) == 1 && st.Rebuild.Incomplete == "" && st.Health == mgmt.HealthOK
+	})
+	verifyFiles(t, conn, files)
+}

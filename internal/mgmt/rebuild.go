@@ -229,7 +229,9 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	reason := incompleteReason(pool, in, plan, perr)
 	co.mu.Lock()
 	pr := co.poolLocked(pool.ID)
-	pr.sig = stateSig(m, pool)
+	if sig := stateSig(m, pool); sig != pr.sig {
+		pr.sig, pr.stuck = sig, false // new drive states: a new story
+	}
 	st := &pr.st
 	st.PoolName, st.Epoch, st.Stripes, st.ScanSec = pool.Name, m.Epoch, h.Stripes, scanSec
 	st.Scanned = scanStart.UnixNano()
@@ -268,13 +270,19 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	if !st.Active {
 		st.Active, st.Kind, st.Started = true, kind, time.Now().UnixNano()
 		st.Priority, st.Depth, st.MaxTasks, st.BusyShare = "", 0, 0, 0
+		retry := pr.stuck
 		co.mu.Unlock()
 		ev := EventRebuildStart
 		if kind == "rebalance" {
 			ev = EventRebalance
 		}
-		s.event(ctx, ev, "pool/"+pool.Name, fmt.Sprintf("epoch %d: %d stripes to restore (%d critical, %d degraded, %d to move), %s",
-			m.Epoch, len(plan.Tasks), h.Critical, h.Degraded, plan.ByLost()[0], human(total)), 0)
+		msg := fmt.Sprintf("epoch %d: %d stripes to restore (%d critical, %d degraded, %d to move), %s",
+			m.Epoch, len(plan.Tasks), h.Critical, h.Degraded, plan.ByLost()[0], human(total))
+		if retry { // the last run's tasks all failed: its retries are not news
+			s.log.Info("rebuild retried", "pool", pool.Name, "msg", msg)
+		} else {
+			s.event(ctx, ev, "pool/"+pool.Name, msg, 0)
+		}
 		co.mu.Lock()
 	} else if kind == "rebuild" {
 		st.Kind = kind
@@ -383,7 +391,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 	why := st.Incomplete
 	co.mu.Unlock()
 	if stuck {
-		s.finishRun(ctx, pool, why)
+		s.finishStuck(ctx, pool, why)
 		return false, nil
 	}
 	return true, nil
@@ -429,6 +437,28 @@ func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clusterm
 	return s.store.ReplaceStripeDrives(ctx, meta.Ino(t.Stripe.Ino), t.Stripe.Stripe, t.Stripe.Gen, drives)
 }
 
+// finishStuck ends a run of a pool in which every task failed: it is
+// tried again at the next interval or drive state change, and the retries
+// that fail the same way are logged, not events.
+func (s *Service) finishStuck(ctx context.Context, pool *clustermap.Pool, why string) {
+	co := s.coord()
+	co.mu.Lock()
+	pr := co.poolLocked(pool.ID)
+	again := pr.stuck
+	if again {
+		pr.st.Active, pr.st.Bytes, pr.st.BytesDone, pr.st.Running = false, 0, 0, 0
+	}
+	co.mu.Unlock()
+	if again {
+		s.log.Warn("rebuild retry failed", "pool", pool.Name, "why", why)
+		return
+	}
+	s.finishRun(ctx, pool, why)
+	co.mu.Lock()
+	pr.stuck = true
+	co.mu.Unlock()
+}
+
 // finishRun ends the run of a pool: done, or incomplete with the reason
 // why not every stripe could be restored.
 func (s *Service) finishRun(ctx context.Context, pool *clustermap.Pool, incomplete string) {
@@ -440,7 +470,7 @@ func (s *Service) finishRun(ctx context.Context, pool *clustermap.Pool, incomple
 	kind := st.Kind
 	st.Active, st.LastSeconds = false, dur.Seconds()
 	st.Bytes, st.BytesDone, st.Running = 0, 0, 0
-	pr.announced = incomplete
+	pr.announced, pr.stuck = incomplete, false
 	co.mu.Unlock()
 	ev, msg := EventRebuildDone, fmt.Sprintf("%s finished in %s", kind, dur.Round(time.Millisecond))
 	switch {

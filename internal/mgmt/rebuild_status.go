@@ -116,6 +116,7 @@ type poolRecovery struct {
 	sig       string             // drive-state signature at the last scan (stateSig)
 	reported  map[[2]uint64]bool // lost stripes already in the event log
 	announced string             // the Incomplete reason last written as an event
+	stuck     bool               // the last run ended with every task failed
 }
 
 func (s *Service) coord() *coordinator {
