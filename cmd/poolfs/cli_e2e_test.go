@@ -158,6 +158,10 @@ func TestMountRefusesMountedPoint(t *testing.T) {
 	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "poolfs is mounted there already") {
 		t.Fatalf("second mount on %s: err %v (timeout %v):\n%s", mnt, err, ctx.Err(), out)
 	}
+	out, err = exec.CommandContext(ctx, binary, "mount", "-c", dir, "--background", mnt).CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "poolfs is mounted there already") {
+		t.Fatalf("second mount --background on %s: err %v (timeout %v):\n%s", mnt, err, ctx.Err(), out)
+	}
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	if n := bytes.Count(b, []byte(" "+mnt+" ")); n != 1 {
 		t.Fatalf("%d mounts on %s, want 1", n, mnt)

@@ -68,6 +68,10 @@ setstripe, ...) accepts paths inside the mount as well as cluster paths.
 Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPOINT.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := mountPoint(args[0]); err != nil {
+				notifyMountStarted(err)
+				return err
+			}
 			if background && !isMountChild() {
 				return mountInBackground(args[0], logPath)
 			}
@@ -91,6 +95,7 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Options) error {
 	abs, err := mountPoint(dir)
 	if err != nil {
+		notifyMountStarted(err)
 		return err
 	}
 	srv, err := fusefs.Mount(abs, c, o)
