@@ -24,9 +24,12 @@ func init() {
 			a, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: longer, OldGen: 1}}, 9*(4<<20)+3000, 0)
 			eq(t, "err", err, nil)
 			eq(t, "new generation", a.Stored, 4<<20+3000)
+			used, queued := usage(t, s), len(gcList(t, s))
 			a, err = s.DropStripes(bg, f.Ino, 0, 5)
 			eq(t, "err", err, nil)
 			eq(t, "punched", a.Stored, 3000)
+			eq(t, "pool usage after the punch", usage(t, s), used-raw)
+			eq(t, "GC items after the punch", len(gcList(t, s)), queued+1)
 			eq(t, "size stays", a.Size, 9*(4<<20)+3000)
 			eq(t, "stripes", gens(t, s, f.Ino), "9:2 ")
 			a, err = s.Setattr(bg, f.Ino, meta.SetAttr{Valid: meta.SetSize, Size: 4 << 20})
@@ -34,6 +37,13 @@ func init() {
 			eq(t, "truncated", a.Stored, 0)
 			_, err = s.DropStripes(bg, f.Ino, 3, 2)
 			isErr(t, "reversed range", err, meta.ErrInvalid)
+			g := mk(t, s, root, "g", meta.TypeFile)
+			a, err = s.DropStripes(bg, g.Ino, 0, 100)
+			eq(t, "punch in a file without stripes", err, nil)
+			eq(t, "stored", a.Stored, 0)
+			d := mk(t, s, root, "d", meta.TypeDir)
+			_, err = s.DropStripes(bg, d.Ino, 0, 1)
+			isErr(t, "punch in a directory", err, meta.ErrIsDir)
 		}},
 		// A truncate to the current size drops stripes preallocated
 		// beyond the end (fallocate KEEP_SIZE).
