@@ -18,8 +18,11 @@
 // HedgeFactor × the median drive's high latency)) get parity fetched beside
 // them (hedged reads): the stripe is decoded from the first k verified
 // fragments and the rest are cancelled, so one late drive never holds a read.
-// Bad fragments are rewritten in the background, a bounded number at a time
-// (read repair, never within the read). Losing more than m fragments of a
+// A small read takes only the blocks it needs from the data fragments that
+// hold them, unless one of them is on such a drive, fails or is late: then it
+// reads the whole stripe as above. Bad fragments are rewritten in the
+// background, a bounded number at a time (read repair, never within the
+// read). Losing more than m fragments of a
 // stripe is reported as ErrDataLoss naming the file and the stripe.
 //
 // Random access (File, as the FUSE mount uses it): writes are buffered per

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync"
+	"time"
 
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
@@ -333,8 +333,11 @@ func (f *File) aheadLocked() int {
 
 // readRange reads bytes [in, in+len(dst)) of a committed stripe by reading
 // only the blocks of the data fragments that hold them, checking their
-// checksums; on any failure it falls back to a whole-stripe (degraded,
-// repairing) read.
+// checksums. It falls back to a whole-stripe read (readStripe: degraded,
+// hedged, repairing) when a fragment it needs is on a drive known to be
+// missing or slow, when a part fails, and when a part is later than the
+// hedging bound; the parts still running are then cancelled and their
+// bytes ignored (they are read into buffers of their own).
 func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, in int, dst []byte, name string) error {
 	s := int(rec.ShardSize)
 	end := in + len(dst)
@@ -346,69 +349,107 @@ func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 	if err != nil {
 		return err
 	}
-	type part struct{ idx, off, n, at int }
-	var parts []part
+	var parts []shardRange
+	direct := true
+	now := time.Now()
 	for pos := in; pos < min(end, int(rec.Len)); {
 		idx, o := pos/s, pos%s
 		n := min(s-o, min(end, int(rec.Len))-pos)
-		parts = append(parts, part{idx, o, n, pos - in})
+		parts = append(parts, shardRange{idx, o, n, pos - in})
 		pos += n
-	}
-	clear(dst)
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, pt := range parts {
-		wg.Add(1)
-		go func(i int, pt part) {
-			defer wg.Done()
-			errs[i] = c.readShardRange(ctx, m, ino, rec, pt.idx, pt.off, dst[pt.at:pt.at+pt.n])
-		}(i, pt)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			e := newCacheEntry(rec.Gen, 2)
-			c.fillEntry(ctx, e, rec, lay, ino, name)
-			defer e.unref()
-			if e.err != nil {
-				return e.err
-			}
-			e.copyOut(dst, in)
-			return nil
+		id := placement.DriveID(rec.Drives[idx])
+		if d, err := m.Drive(id); (err == nil && knownMissing(d.State)) || c.lat.avoid(id, now) {
+			direct = false
 		}
 	}
+	clear(dst)
+	if direct && c.readParts(ctx, m, ino, rec, parts, dst) {
+		return nil
+	}
+	e := newCacheEntry(rec.Gen, 2)
+	c.fillEntry(ctx, e, rec, lay, ino, name)
+	defer e.unref()
+	if e.err != nil {
+		return e.err
+	}
+	e.copyOut(dst, in)
 	return nil
 }
 
-// readShardRange reads shard bytes [off, off+len(dst)) of fragment idx,
-// verifying the blocks that hold them.
-func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino meta.Ino, rec meta.StripeRec, idx, off int, dst []byte) error {
+// shardRange is bytes [off, off+n) of fragment idx's shard, which go to
+// dst[at:] of a ranged read.
+type shardRange struct{ idx, off, n, at int }
+
+// readParts reads the ranges in parallel and copies them into dst, in the
+// calling goroutine, once all have arrived. It reports false, having
+// copied nothing, if one fails or is still running after the hedging bound.
+func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino, rec meta.StripeRec, parts []shardRange, dst []byte) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		i int
+		b []byte
+	}
+	results := make(chan result, len(parts)) // never blocks a part given up on
+	for i, p := range parts {
+		go func() {
+			b, err := c.readShardRange(ctx, m, ino, rec, p.idx, p.off, p.n)
+			if err != nil {
+				b = nil
+			}
+			results <- result{i, b}
+		}()
+	}
+	late := time.NewTimer(c.lat.bound())
+	defer late.Stop()
+	got := make([][]byte, len(parts))
+	for range parts {
+		select {
+		case r := <-results:
+			if r.b == nil {
+				return false
+			}
+			got[r.i] = r.b
+		case <-late.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for i, b := range got {
+		copy(dst[parts[i].at:], b)
+	}
+	return true
+}
+
+// readShardRange reads shard bytes [off, off+n) of fragment idx, verifying
+// the blocks that hold them, into a new buffer.
+func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino meta.Ino, rec meta.StripeRec, idx, off, n int) ([]byte, error) {
 	id := placement.DriveID(rec.Drives[idx])
 	d, err := c.drives.Drive(mp, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(idx)}
 	h, err := c.header(ctx, d, key, int(rec.ShardSize))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a, b := h.BlockExtent(off, len(dst))
+	a, b := h.BlockExtent(off, n)
 	hs := erasure.HeaderSize(int(rec.ShardSize))
 	lo := a &^ (erasure.Align - 1)
 	hi := (b + erasure.Align - 1) &^ (erasure.Align - 1)
 	buf, err := d.ReadFragment(ctx, key, int64(hs+lo), int64(hi-lo), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(buf) < b-lo {
-		return fmt.Errorf("%w: short read of %v", erasure.ErrCorrupt, key)
+		return nil, fmt.Errorf("%w: short read of %v", erasure.ErrCorrupt, key)
 	}
 	if bad := h.VerifyData(buf[a-lo:b-lo], a); len(bad) > 0 {
-		return &erasure.ChecksumError{Key: key, Blocks: bad}
+		return nil, &erasure.ChecksumError{Key: key, Blocks: bad}
 	}
-	copy(dst, buf[off-lo:])
-	return nil
+	return buf[off-lo : off-lo+n], nil
 }
 
 // recBatch is how many stripe records a read fetches at once.

@@ -268,3 +268,44 @@ func TestReadRepairInBackground(t *testing.T) {
 		t.Fatal("the repaired fragment differs from the original")
 	}
 }
+
+// TestRangedReadAroundBlockedDrive: a small read of bytes held by a drive
+// that does not answer returns the right bytes, from the rest of the
+// stripe, while that drive is still blocked; one whose drive the map says
+// is down does not ask that drive at all.
+func TestRangedReadAroundBlockedDrive(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, f *stripeFixture)
+	}{
+		{"blocked drive", func(t *testing.T, f *stripeFixture) {
+			f.drives[1].blockReads = make(chan struct{})
+			t.Cleanup(func() { close(f.drives[1].blockReads) })
+		}},
+		{"drive down in the map", func(t *testing.T, f *stripeFixture) { f.m.Drives[1].State = clustermap.StateDown }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStripeFixture(t, 4, 2, Options{})
+			tc.prepare(t, f)
+			s := int(f.rec.ShardSize)
+			in, n := s+100, 5000 // inside fragment 1
+			dst := make([]byte, n)
+			done := make(chan error, 1)
+			go func() { done <- f.c.readRange(context.Background(), f.lay, fixtureIno, f.rec, in, dst, "f") }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the ranged read is still waiting after 20s on the blocked drive")
+			}
+			if !bytes.Equal(dst, f.data[in:in+n]) {
+				t.Fatal("ranged read returned wrong bytes")
+			}
+			if f.m.Drives[1].State != clustermap.StateUp && f.drives[1].reads.Load() != 0 {
+				t.Fatal("a drive down in the map was asked")
+			}
+		})
+	}
+}
