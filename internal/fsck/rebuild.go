@@ -47,7 +47,11 @@ func (r *run) rebuild(ctx context.Context, a meta.Attr, pr *Problem, cur uint64,
 		return true
 	}
 	if len(gens) == 0 {
-		pr.Detail += "; no other generation on the drives"
+		if hasRec && len(r.frags[s]) > 0 {
+			pr.Detail += "; the drives hold only older generations, which never replace a record"
+		} else {
+			pr.Detail += "; no other generation on the drives"
+		}
 	}
 	return false
 }
