@@ -3,6 +3,7 @@ package meta_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -114,4 +115,29 @@ func fmtU(v uint64) string {
 		return string(rune('0' + v))
 	}
 	return fmtU(v/10) + string(rune('0'+v%10))
+}
+
+// plainEngine hides every optional capability of the engine it wraps, as
+// an engine without a built-in check or backup (PostgreSQL) has none.
+type plainEngine struct{ meta.Engine }
+
+// TestEngineWithoutCheckOrBackup: a store over an engine without an
+// integrity check is trusted (nil), and Backup says the engine has none.
+func TestEngineWithoutCheckOrBackup(t *testing.T) {
+	e, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	s := meta.New(plainEngine{e}, meta.Options{})
+	ctx := context.Background()
+	if err := s.CheckIntegrity(ctx, true); err != nil {
+		t.Fatalf("check without a checker: %v", err)
+	}
+	if err := s.Backup(ctx, filepath.Join(t.TempDir(), "b.db")); !errors.Is(err, meta.ErrNoBackup) {
+		t.Fatalf("backup without a backuper: %v, want ErrNoBackup", err)
+	}
+	if err := meta.New(e, meta.Options{}).CheckIntegrity(ctx, false); err != nil {
+		t.Fatalf("sqlite check of a sound store: %v", err)
+	}
 }
