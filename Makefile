@@ -9,7 +9,7 @@ UPFLAGS  ?=
 
 build:
 	./scripts/deps.sh
-	$(GO) build -o $(BIN) ./cmd/poolfs
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/poolfs
 
 up: build
 	$(BIN) up $(UPFLAGS)
