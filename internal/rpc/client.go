@@ -307,7 +307,10 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
 	nonce := make([]byte, nonceSize)
 	rand.Read(nonce)
-	cc.fw.cs, cc.fr.cs, err = clientHandshake(cc.fr.br, nc, c.secret, nonce)
+	eph, err := newEphemeralKey()
+	if err == nil {
+		cc.fw.cs, cc.fr.cs, err = clientHandshake(cc.fr.br, nc, c.secret, nonce, eph)
+	}
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}

@@ -20,9 +20,13 @@
 // secret (at least MinSecretLen bytes), in clear:
 //
 //	server → client  "PFS2" | serverNonce[32]
-//	client → server  clientNonce[32] | HMAC-SHA256(secret, "poolfs rpc v2 client"|serverNonce|clientNonce)
-//	server → client  auth frame carrying HMAC-SHA256(secret, "poolfs rpc v2 server"|clientNonce|serverNonce)
+//	client → server  clientNonce[32] | clientPub[32] |
+//	                 HMAC-SHA256(secret, "poolfs rpc v2 client"|serverNonce|clientNonce|clientPub)
+//	server → client  auth frame carrying serverPub[32] |
+//	                 HMAC-SHA256(secret, "poolfs rpc v2 server"|clientNonce|serverNonce|clientPub|serverPub)
 //
+// clientPub and serverPub are X25519 public keys made for this connection
+// only; the server makes its key only once the client's MAC is right.
 // MACs are compared in constant time. On a wrong client MAC the server sends
 // an error frame with code "auth" and closes; Dial returns ErrAuth. The
 // client also returns ErrAuth if the server's MAC is wrong. A server at
@@ -40,7 +44,7 @@
 // Until a client has proved the secret its connection costs the server a
 // goroutine, a socket and fixed arrays, no buffer: the hello is read
 // straight from the socket, and the first bytes a client may send are its
-// 64-byte hello. The handshake must end within
+// 96-byte hello. The handshake must end within
 // ServerOptions.HandshakeTimeout (default 5 s). At most MaxPending
 // connections (default 1024) may be in the handshake; when another arrives
 // the oldest is closed, so a flood of connections that stall cannot keep a
@@ -51,10 +55,11 @@
 // # Records: what is protected
 //
 // Every byte after the handshake travels in records sealed with AES-256-GCM.
-// Each direction has its own key, derived with HKDF-SHA256 from the secret,
-// salted with both nonces ("poolfs rpc v2 client to server", "... server to
-// client"), so every connection and direction has fresh keys. A record's
-// nonce is its sequence number in its direction. A record holds at most
+// Each direction has its own key, derived with HKDF-SHA256 from the secret
+// and the X25519 shared secret of the two ephemeral keys, salted with both
+// nonces ("poolfs rpc v2 client to server", "... server to client"), so
+// every connection and direction has fresh keys. A record's nonce is its
+// sequence number in its direction. A record holds at most
 // 65520 bytes of plaintext plus a 16-byte tag (64 KiB on the wire); a frame
 // is one record holding its header, then its name and args cut into
 // records, then its body cut into records (empty sections have none). The
@@ -73,12 +78,16 @@
 //     unexpected EOF. Either way the call fails as on a broken connection:
 //     a handler never runs on altered bytes, and a caller never gets them.
 //   - Connections cannot be hijacked after the handshake.
+//   - Forward secrecy: the ephemeral private keys are never stored or sent
+//     and are dropped after the handshake, so someone who records traffic
+//     and obtains the cluster secret later still cannot read it. (Go does
+//     not wipe freed memory, and a connection's record keys live as long as
+//     it does: reading a running node's memory is another matter.)
 //
 // What it does not protect:
-//   - Forward secrecy: the keys are derived from the long-lived secret and
-//     nonces sent in clear, so whoever gets the secret later can decrypt
-//     recorded traffic, and can impersonate any server or client. There is
-//     no per-connection Diffie-Hellman.
+//   - A leaked secret: whoever holds it can impersonate any server or
+//     client, and so read and alter the traffic of the connections it sets
+//     itself in the middle of from then on (not those recorded before).
 //   - All holders of the secret are equal: any node can call any method and
 //     serve any address; there are no per-node identities or revocation
 //     short of changing the secret on every node.

@@ -3,9 +3,11 @@ package rpc
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdh"
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 )
 
@@ -19,7 +21,7 @@ var (
 // fuzzCipher returns the client-to-server cipher of a fixed session; each
 // copy keeps its own sequence number, so one copy seals and another opens.
 func fuzzCipher() cipherState {
-	c2s, _, err := sessionKeys(testSecret, fuzzServerNonce, fuzzClientNonce)
+	c2s, _, err := sessionKeys(testSecret, bytes.Repeat([]byte{0x77}, 32), fuzzServerNonce, fuzzClientNonce)
 	if err != nil {
 		panic(err)
 	}
@@ -208,11 +210,22 @@ func FuzzReadFrameTampered(f *testing.F) {
 	})
 }
 
+// fixedKey returns an X25519 key made from one repeated byte.
+func fixedKey(b byte) *ecdh.PrivateKey {
+	k, err := ecdh.X25519().NewPrivateKey(bytes.Repeat([]byte{b}, 32))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
 // FuzzHandshake feeds arbitrary bytes to both ends of the handshake: they
 // must not panic, and must succeed only on a correct MAC.
 func FuzzHandshake(f *testing.F) {
-	goodClientHello := append(append([]byte{}, fuzzClientNonce...), handshakeMAC(testSecret, macLabelClient, fuzzServerNonce, fuzzClientNonce)...)
-	goodVerdict := plainFrame(typeAuth, "", handshakeMAC(testSecret, macLabelServer, fuzzClientNonce, fuzzServerNonce))
+	clientKey, serverKey := fixedKey(0x11), fixedKey(0x22)
+	clientPub, serverPub := clientKey.PublicKey().Bytes(), serverKey.PublicKey().Bytes()
+	goodClientHello := slices.Concat(fuzzClientNonce, clientPub, handshakeMAC(testSecret, macLabelClient, fuzzServerNonce, fuzzClientNonce, clientPub))
+	goodVerdict := plainFrame(typeAuth, "", slices.Concat(serverPub, handshakeMAC(testSecret, macLabelServer, fuzzClientNonce, fuzzServerNonce, clientPub, serverPub)))
 	goodServerSide := append([]byte{'P', 'F', 'S', protocolVersion}, fuzzServerNonce...)
 	f.Add(goodClientHello)
 	f.Add(append(goodServerSide, goodVerdict...))
@@ -232,7 +245,7 @@ func FuzzHandshake(f *testing.F) {
 			t.Fatalf("server handshake: err %v on %x", err, data)
 		}
 		// Client side: data is what the server sent.
-		_, _, err = clientHandshake(bytes.NewReader(data), io.Discard, testSecret, fuzzClientNonce)
+		_, _, err = clientHandshake(bytes.NewReader(data), io.Discard, testSecret, fuzzClientNonce, clientKey)
 		want := append(append([]byte{}, goodServerSide...), goodVerdict...)
 		if (err == nil) != (len(data) >= len(want) && bytes.Equal(data[:len(want)], want)) {
 			t.Fatalf("client handshake: err %v on %x", err, data)

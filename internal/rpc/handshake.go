@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"crypto/ecdh"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -11,11 +13,13 @@ import (
 // Handshake (see doc.go), in clear; every byte after it is in records:
 //
 //	server → client: "PFS2" | serverNonce[32]
-//	client → server: clientNonce[32] | HMAC(secret, "poolfs rpc v2 client"|serverNonce|clientNonce)
-//	server → client: typeAuth frame, args = HMAC(secret, "poolfs rpc v2 server"|clientNonce|serverNonce)
+//	client → server: clientNonce[32] | clientPub[32] | HMAC(secret, "poolfs rpc v2 client"|serverNonce|clientNonce|clientPub)
+//	server → client: typeAuth frame, args = serverPub[32] | HMAC(secret, "poolfs rpc v2 server"|clientNonce|serverNonce|clientPub|serverPub)
 //	             or: typeError frame, code "auth" or "busy", then close
 //
-// The server holds no buffer for a connection until the client's MAC is
+// clientPub and serverPub are ephemeral X25519 keys; the record keys come
+// from the secret and their shared secret (record.go). The server holds no
+// buffer for a connection, and makes no key, until the client's MAC is
 // checked: the hello is read into a fixed array straight from the socket.
 const (
 	handshakePrefix  = "PFS"
@@ -23,7 +27,8 @@ const (
 	nonceSize        = 32
 	macSize          = sha256.Size
 	serverHelloSize  = len(handshakePrefix) + 1 + nonceSize
-	clientHelloSize  = nonceSize + macSize
+	pubSize          = 32 // X25519 public key
+	clientHelloSize  = nonceSize + pubSize + macSize
 	handshakeTimeout = 10 * time.Second // client side; the server's is ServerOptions.HandshakeTimeout
 
 	macLabelClient = "poolfs rpc v2 client"
@@ -43,12 +48,31 @@ func checkSecret(secret []byte) error {
 	return nil
 }
 
-func handshakeMAC(secret []byte, label string, a, b []byte) []byte {
+func handshakeMAC(secret []byte, label string, parts ...[]byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(label))
-	m.Write(a)
-	m.Write(b)
+	for _, p := range parts {
+		m.Write(p)
+	}
 	return m.Sum(nil)
+}
+
+// newEphemeralKey returns a fresh X25519 key for one handshake.
+func newEphemeralKey() (*ecdh.PrivateKey, error) {
+	return ecdh.X25519().GenerateKey(rand.Reader)
+}
+
+// sharedSecret is the X25519 shared secret of own and the peer's public
+// key. A peer key of low order is a protocol error.
+func sharedSecret(own *ecdh.PrivateKey, peerPub []byte) ([]byte, error) {
+	pub, err := ecdh.X25519().NewPublicKey(peerPub)
+	if err == nil {
+		var shared []byte
+		if shared, err = own.ECDH(pub); err == nil {
+			return shared, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: bad ephemeral key from peer: %v", ErrProtocol, err)
 }
 
 // parseServerHello returns the server nonce from a server hello. A poolfs
@@ -110,8 +134,8 @@ func serverHandshake(rw io.ReadWriter, secret, nonce []byte, admit func() error)
 	if _, err := io.ReadFull(rw, msg[:]); err != nil {
 		return c2s, s2c, err
 	}
-	clientNonce, mac := msg[:nonceSize], msg[nonceSize:]
-	if !hmac.Equal(mac, handshakeMAC(secret, macLabelClient, nonce, clientNonce)) {
+	clientNonce, clientPub, mac := msg[:nonceSize], msg[nonceSize:nonceSize+pubSize], msg[nonceSize+pubSize:]
+	if !hmac.Equal(mac, handshakeMAC(secret, macLabelClient, nonce, clientNonce, clientPub)) {
 		// Best effort: the client learns why before we hang up.
 		_, _ = rw.Write(plainFrame(typeError, codeAuth, []byte(ErrAuth.Error())))
 		return c2s, s2c, ErrAuth
@@ -120,18 +144,29 @@ func serverHandshake(rw io.ReadWriter, secret, nonce []byte, admit func() error)
 		_, _ = rw.Write(plainFrame(typeError, codeBusy, []byte(err.Error())))
 		return c2s, s2c, err
 	}
-	if c2s, s2c, err = sessionKeys(secret, nonce, clientNonce); err != nil {
+	eph, err := newEphemeralKey()
+	if err != nil {
 		return c2s, s2c, err
 	}
-	_, err = rw.Write(plainFrame(typeAuth, "", handshakeMAC(secret, macLabelServer, clientNonce, nonce)))
+	shared, err := sharedSecret(eph, clientPub)
+	if err != nil {
+		return c2s, s2c, err
+	}
+	if c2s, s2c, err = sessionKeys(secret, shared, nonce, clientNonce); err != nil {
+		return c2s, s2c, err
+	}
+	serverPub := eph.PublicKey().Bytes()
+	verdict := append(serverPub, handshakeMAC(secret, macLabelServer, clientNonce, nonce, clientPub, serverPub)...)
+	_, err = rw.Write(plainFrame(typeAuth, "", verdict))
 	return c2s, s2c, err
 }
 
 // clientHandshake authenticates the server; nonce is the client's fresh
-// random nonce. It returns the ciphers of both directions, or ErrAuth if
-// either side rejects the other, or ErrUnavailable if the server refuses
-// the connection for now (at its connection limit).
-func clientHandshake(r io.Reader, w io.Writer, secret, nonce []byte) (c2s, s2c cipherState, err error) {
+// random nonce and eph its fresh ephemeral key. It returns the ciphers of
+// both directions, or ErrAuth if either side rejects the other, or
+// ErrUnavailable if the server refuses the connection for now (at its
+// connection limit).
+func clientHandshake(r io.Reader, w io.Writer, secret, nonce []byte, eph *ecdh.PrivateKey) (c2s, s2c cipherState, err error) {
 	var msg [serverHelloSize]byte
 	if _, err := io.ReadFull(r, msg[:]); err != nil {
 		return c2s, s2c, err
@@ -140,8 +175,9 @@ func clientHandshake(r io.Reader, w io.Writer, secret, nonce []byte) (c2s, s2c c
 	if err != nil {
 		return c2s, s2c, err
 	}
+	clientPub := eph.PublicKey().Bytes()
 	reply := make([]byte, 0, clientHelloSize)
-	reply = append(append(reply, nonce...), handshakeMAC(secret, macLabelClient, serverNonce, nonce)...)
+	reply = append(append(append(reply, nonce...), clientPub...), handshakeMAC(secret, macLabelClient, serverNonce, nonce, clientPub)...)
 	if _, err := w.Write(reply); err != nil {
 		return c2s, s2c, err
 	}
@@ -154,10 +190,16 @@ func clientHandshake(r io.Reader, w io.Writer, secret, nonce []byte) (c2s, s2c c
 		return c2s, s2c, ErrAuth
 	case h.typ == typeError && string(name) == codeBusy:
 		return c2s, s2c, fmt.Errorf("%w: server refused the connection: %q", ErrUnavailable, args)
-	case h.typ != typeAuth || len(name) != 0 || len(args) != macSize:
+	case h.typ != typeAuth || len(name) != 0 || len(args) != pubSize+macSize:
 		return c2s, s2c, fmt.Errorf("%w: bad handshake verdict frame", ErrProtocol)
-	case !hmac.Equal(args, handshakeMAC(secret, macLabelServer, nonce, serverNonce)):
+	}
+	serverPub, mac := args[:pubSize], args[pubSize:]
+	if !hmac.Equal(mac, handshakeMAC(secret, macLabelServer, nonce, serverNonce, clientPub, serverPub)) {
 		return c2s, s2c, fmt.Errorf("%w: server does not know the secret", ErrAuth)
 	}
-	return sessionKeys(secret, serverNonce, nonce)
+	shared, err := sharedSecret(eph, serverPub)
+	if err != nil {
+		return c2s, s2c, err
+	}
+	return sessionKeys(secret, shared, serverNonce, nonce)
 }

@@ -21,7 +21,7 @@ import (
 
 const (
 	mitmBody    = 2 * recordMax // two full records, so they can be swapped
-	verdictSize = headerSize + macSize
+	verdictSize = headerSize + pubSize + macSize
 )
 
 // frameWireSize is the wire size of a frame with these section sizes.
@@ -48,7 +48,7 @@ func bodyRecord(meta, i int) (start, end int) {
 // forged seals a frame with keys the proxy made up, at the right sequence
 // number: the best a proxy without the secret can do.
 func forged(seq uint64, meta int) []byte {
-	c2s, _, _ := sessionKeys([]byte("guessed-secret-guessed-secret"), make([]byte, nonceSize), make([]byte, nonceSize))
+	c2s, _, _ := sessionKeys([]byte("guessed-secret-guessed-secret"), make([]byte, 32), make([]byte, nonceSize), make([]byte, nonceSize))
 	c2s.seq = seq
 	var buf bytes.Buffer
 	fw := frameWriter{w: &buf, maxBody: DefaultMaxBody, cs: c2s, pool: &bufPool{}}

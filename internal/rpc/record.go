@@ -50,21 +50,24 @@ type cipherState struct {
 }
 
 // sessionKeys derives the two directions' ciphers of a connection from
-// the cluster secret and both handshake nonces, so every connection has
-// fresh keys and a frame of one connection or direction is never accepted
-// on another.
-func sessionKeys(secret, serverNonce, clientNonce []byte) (c2s, s2c cipherState, err error) {
+// the cluster secret, the X25519 shared secret of the handshake's
+// ephemeral keys and both nonces, so every connection has fresh keys, a
+// frame of one connection or direction is never accepted on another, and
+// recorded traffic stays sealed to whoever learns the cluster secret later.
+func sessionKeys(secret, shared, serverNonce, clientNonce []byte) (c2s, s2c cipherState, err error) {
+	ikm := make([]byte, 0, len(secret)+len(shared))
+	ikm = append(append(ikm, secret...), shared...)
 	salt := make([]byte, 0, 2*nonceSize)
 	salt = append(append(salt, serverNonce...), clientNonce...)
-	c2s, err = newCipherState(secret, salt, keyInfoC2S, "client")
+	c2s, err = newCipherState(ikm, salt, keyInfoC2S, "client")
 	if err == nil {
-		s2c, err = newCipherState(secret, salt, keyInfoS2C, "server")
+		s2c, err = newCipherState(ikm, salt, keyInfoS2C, "server")
 	}
 	return c2s, s2c, err
 }
 
-func newCipherState(secret, salt []byte, info, from string) (cipherState, error) {
-	key, err := hkdf.Key(sha256.New, secret, salt, info, 32)
+func newCipherState(ikm, salt []byte, info, from string) (cipherState, error) {
+	key, err := hkdf.Key(sha256.New, ikm, salt, info, 32)
 	if err != nil {
 		return cipherState{}, fmt.Errorf("rpc: derive %s key: %w", from, err)
 	}

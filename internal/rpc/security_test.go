@@ -64,7 +64,11 @@ func rawConn(t *testing.T, addr string, auth bool) *testConn {
 	if auth {
 		nonce := make([]byte, nonceSize)
 		rand.Read(nonce)
-		if tc.send, tc.recv, err = clientHandshake(nc, nc, testSecret, nonce); err != nil {
+		eph, err := newEphemeralKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.send, tc.recv, err = clientHandshake(nc, nc, testSecret, nonce, eph); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,11 +207,53 @@ func TestProtocolVersionMismatch(t *testing.T) {
 		}
 		// Had it answered, its MAC (label "client") is not a version 2
 		// MAC, even with the right secret: the server refuses it.
-		v1 := append(append([]byte{}, make([]byte, nonceSize)...), handshakeMAC(testSecret, "client", hello[4:], make([]byte, nonceSize))...)
+		v1 := make([]byte, nonceSize+pubSize, clientHelloSize)
+		v1 = append(v1, handshakeMAC(testSecret, "client", hello[4:], make([]byte, nonceSize))...)
 		nc.Write(v1)
 		h, name, _, err := readVerdict(bytes.NewReader(expectClosed(t, nc)))
 		if err != nil || h.typ != typeError || string(name) != codeAuth {
 			t.Fatalf("got frame type %d code %q, err %v; want an auth error", h.typ, name, err)
 		}
 	})
+}
+
+// handshakePair runs both ends of a handshake over a pipe with fixed
+// nonces and returns the client-to-server cipher of each end.
+func handshakePair(t *testing.T) (client, server cipherState) {
+	t.Helper()
+	cn, sn := net.Pipe()
+	defer cn.Close()
+	defer sn.Close()
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		server, _, err = serverHandshake(sn, testSecret, fuzzServerNonce, func() error { return nil })
+		done <- err
+	}()
+	eph, err := newEphemeralKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _, err = clientHandshake(cn, cn, testSecret, fuzzClientNonce, eph)
+	if err != nil || <-done != nil {
+		t.Fatalf("handshake: %v", err)
+	}
+	return client, server
+}
+
+// The record keys do not follow from the secret and what crosses the wire:
+// two sessions with the same secret and the same nonces get different keys
+// (from their ephemeral X25519 keys), so recorded traffic stays sealed to
+// whoever learns the secret later; and both ends of a session agree.
+func TestSessionKeysAreEphemeral(t *testing.T) {
+	c1, s1 := handshakePair(t)
+	c2, _ := handshakePair(t)
+	msg := []byte("the same record in two sessions")
+	sealed1, sealed2 := c1.seal(nil, msg), c2.seal(nil, msg)
+	if bytes.Equal(sealed1, sealed2) {
+		t.Fatal("two sessions with the same secret and nonces sealed alike")
+	}
+	if got, err := s1.open(nil, sealed1); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("server of session 1 cannot open its client's record: %v", err)
+	}
 }
