@@ -91,7 +91,8 @@ type Status struct {
 
 // statusRescan is the age of the stripe counts past which a status call
 // asks the coordinator for a fresh scan (the coordinator otherwise scans
-// when drive states change and every rebuild interval).
+// when drive states change and every rebuild interval), or ten times the
+// last scan's duration if that is longer.
 const statusRescan = 5 * time.Second
 
 // Status gathers the cluster status: the map, every drive's fill as its
@@ -104,7 +105,9 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	}
 	st := &Status{Name: m.Name, Epoch: m.Epoch, Health: HealthOK, Rebuild: s.Rebuild()}
 	now := time.Now()
-	if !st.Rebuild.Active && now.Sub(time.Unix(0, st.Rebuild.Scanned)) > statusRescan {
+	// At most a tenth of the time goes to scans asked for by status.
+	rescan := max(statusRescan, time.Duration(10*st.Rebuild.ScanSec*float64(time.Second)))
+	if !st.Rebuild.Active && now.Sub(time.Unix(0, st.Rebuild.Scanned)) > rescan {
 		s.kickRebuild() // the stripe counts are old: the next status has fresh ones
 	}
 	var inMap []*clustermap.Drive
