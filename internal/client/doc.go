@@ -49,6 +49,15 @@
 // pool's usage); ZeroRange drops the stripes wholly inside a range and
 // rewrites the partial ones with zeros.
 //
+// Admission (space.go, file_space.go): a write is accepted only if the
+// pool can hold it. Every dirty stripe reserves the raw bytes its commit
+// will add, against the pool's usage and limit from the metadata service
+// (whose limit follows what the drives can still take), before a byte is
+// buffered; a write that does not fit fails with ErrPoolFull at once, so
+// write(2) reports ENOSPC rather than close. Writes are not admitted
+// against what other clients buffer but have not committed: their
+// commits, and the drives' own limits, still refuse what does not fit.
+//
 // Every stripe is read and repaired with its own scheme (the record's K):
 // a small file's stripe 0 is written as a mirror of 1+M copies, and a
 // stripe may be narrower than the pool (smallfile.go says how and why).

@@ -20,9 +20,10 @@ import (
 // usage plus this client's reservations past the pool's limit is refused
 // before any byte is buffered. The pool's usage and limit come from the
 // metadata store (the limit follows what the drives can still take:
-// mgmt.Service.UpdatePoolLimits) and are fetched again when older than
-// spaceFresh or when a write would not fit. A committed reservation moves
-// into the cached usage; a dropped one is given back.
+// mgmt.Service.UpdatePoolLimits) and are fetched again in the background
+// when older than spaceFresh, and at once when a write would not fit. A
+// committed reservation moves into the cached usage; a dropped one is
+// given back.
 type spaceGate struct {
 	meta Stripes
 	mu   struct {
@@ -35,6 +36,7 @@ type poolSpace struct {
 	used, limit uint64 // as fetched, plus what this client committed since
 	fetched     time.Time
 	reserved    uint64 // raw bytes held by this client's dirty stripes
+	refreshing  bool   // a background fetch is running
 }
 
 // spaceFresh is how long a fetched pool usage is trusted while writes fit.
@@ -47,8 +49,10 @@ func newSpaceGate(m Stripes) *spaceGate {
 }
 
 // reserve admits n more raw bytes of buffered writes to pool, or fails
-// with ErrPoolFull. With wait false it never calls the metadata service
-// and returns ErrWouldBlock where it would have to.
+// with ErrPoolFull. A write that fits the cached usage is admitted at once
+// (a cache older than spaceFresh is fetched again in the background); one
+// that does not, or the first of the pool, waits for a fresh fetch, which
+// with wait false it does not do: it returns ErrWouldBlock instead.
 func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait bool) error {
 	if n == 0 {
 		return nil
@@ -60,10 +64,13 @@ func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait boo
 			ps = &poolSpace{}
 			g.mu.pools[pool] = ps
 		}
-		fits := ps.limit == 0 || ps.used+ps.reserved+n <= ps.limit
-		fresh := !ps.fetched.IsZero() && time.Since(ps.fetched) < spaceFresh
-		if fits && (fresh || fetched) {
+		known := !ps.fetched.IsZero()
+		if known && (ps.limit == 0 || ps.used+ps.reserved+n <= ps.limit) {
 			ps.reserved += n
+			if !ps.refreshing && time.Since(ps.fetched) >= spaceFresh {
+				ps.refreshing = true
+				go g.refresh(pool)
+			}
 			g.mu.Unlock()
 			return nil
 		}
@@ -77,14 +84,33 @@ func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait boo
 		if !wait {
 			return ErrWouldBlock
 		}
-		used, limit, err := g.meta.PoolUsage(ctx, pool)
-		if err != nil {
+		if err := g.fetch(ctx, pool); err != nil {
 			return err
 		}
-		g.mu.Lock()
-		ps.used, ps.limit, ps.fetched = used, limit, time.Now()
-		g.mu.Unlock()
 	}
+}
+
+// fetch reads pool's usage and limit from the metadata service.
+func (g *spaceGate) fetch(ctx context.Context, pool uint32) error {
+	used, limit, err := g.meta.PoolUsage(ctx, pool)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	ps := g.mu.pools[pool]
+	ps.used, ps.limit, ps.fetched = used, limit, time.Now()
+	g.mu.Unlock()
+	return nil
+}
+
+// refresh is fetch in the background (one at a time per pool).
+func (g *spaceGate) refresh(pool uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = g.fetch(ctx, pool) // a failed refresh leaves the cache; the next write tries again
+	g.mu.Lock()
+	g.mu.pools[pool].refreshing = false
+	g.mu.Unlock()
 }
 
 // done ends a reservation of n bytes of pool; committed ones now count as

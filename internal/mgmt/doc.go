@@ -51,6 +51,13 @@
 // it has left is a host.space-low event (hostspace.go); pool create
 // refuses such drives unless forced.
 //
+// Pool limits (admission.go). Each health pass sets every pool's limit in
+// the metadata store to what it can still take before its fullest drive
+// reaches its client write limit (clustermap.Map.WriteLimits, the room a
+// rebuild of the preservation count of failures needs), so that commits
+// and clients' write admission stop where the drives would; the limit
+// never exceeds the pool's usable capacity.
+//
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
 //     changed with compare-and-set, each change bumping Epoch by one;
