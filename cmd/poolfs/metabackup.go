@@ -77,6 +77,7 @@ Fragments written after the backup are not named by it: run 'poolfs fsck
 			if old != "" {
 				fmt.Printf("meta restore: the replaced store is kept as %s\n", old)
 			}
+			fmt.Printf("next: poolfs -c %s fsck --rebuild-stripes   (brings back stripes rewritten since the backup; run it before any gc --orphans)\n", g.dir)
 			return nil
 		},
 	}
