@@ -103,12 +103,23 @@ type Options struct {
 	// RepairsInFlight bounds the background read repairs running at once
 	// (default DefaultRepairsInFlight).
 	RepairsInFlight int
-	Logger          *slog.Logger
+	// MapMaxAge is how old the client's cluster map may get before it is
+	// fetched again (default DefaultMapMaxAge), so that drives marked down
+	// or slow reach long-running writers and readers that meet no error.
+	MapMaxAge time.Duration
+	Logger    *slog.Logger
 	// OnRepair, if set, is called for each fragment a read found damaged
 	// or missing and rewrote on drive id (read repair), so that the
 	// repairs are counted where operators look (mgmt.RepairBatcher).
 	OnRepair func(id placement.DriveID)
 }
+
+// DefaultMapMaxAge is Options.MapMaxAge's default.
+const DefaultMapMaxAge = 2 * time.Second
+
+// mapRefreshTimeout bounds the fetch of a map that is only old: the caller
+// goes on with the old map rather than wait for the management service.
+const mapRefreshTimeout = 5 * time.Second
 
 // WriteBehindFactor × Options.StripesInFlight is the number of stripes one
 // File may write back in the background at once, its own window and the
@@ -135,14 +146,16 @@ type Client struct {
 	small smallFiles // when writes last fetched the map (smallfile.go)
 	space *spaceGate // admission of buffered writes (space.go)
 
+	refresh sync.Mutex    // held by the caller of Map fetching an old map again
 	lat     *latencies    // fragment-read latency per drive (latency.go)
 	repairs chan struct{} // a token per background read repair (read_repair.go)
 
 	mu struct {
 		sync.Mutex
-		m      *clustermap.Map
-		pgmaps map[uint32]*placement.PGMap
-		codecs map[[2]int]*erasure.Codec
+		m       *clustermap.Map
+		fetched time.Time // when m was last fetched
+		pgmaps  map[uint32]*placement.PGMap
+		codecs  map[[2]int]*erasure.Codec
 	}
 }
 
@@ -162,6 +175,9 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	}
 	if opts.HedgeFactor <= 0 {
 		opts.HedgeFactor = DefaultHedgeFactor
+	}
+	if opts.MapMaxAge <= 0 {
+		opts.MapMaxAge = DefaultMapMaxAge
 	}
 	if opts.RepairsInFlight <= 0 {
 		opts.RepairsInFlight = DefaultRepairsInFlight
@@ -189,15 +205,39 @@ func (c *Client) ReadAheadHeld() int { return len(c.ahead) }
 // Meta returns the metadata service the client uses.
 func (c *Client) Meta() Meta { return c.meta }
 
-// Map returns the current cluster map, fetching it on first use.
+// Map returns the current cluster map, fetching it on first use. A map
+// older than Options.MapMaxAge is fetched again, by one caller while the
+// others wait for it (at most mapRefreshTimeout); if that fetch fails the
+// old map stays in use until MapMaxAge has passed again.
 func (c *Client) Map(ctx context.Context) (*clustermap.Map, error) {
 	c.mu.Lock()
-	m := c.mu.m
+	m, stale := c.mu.m, time.Since(c.mu.fetched) > c.opts.MapMaxAge
 	c.mu.Unlock()
-	if m != nil {
+	if m == nil {
+		return c.RefreshMap(ctx)
+	}
+	if !stale {
 		return m, nil
 	}
-	return c.RefreshMap(ctx)
+	c.refresh.Lock()
+	defer c.refresh.Unlock()
+	c.mu.Lock()
+	m, stale = c.mu.m, time.Since(c.mu.fetched) > c.opts.MapMaxAge
+	c.mu.Unlock()
+	if !stale { // another caller just fetched it
+		return m, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, mapRefreshTimeout)
+	defer cancel()
+	fresh, err := c.RefreshMap(rctx)
+	if err == nil {
+		return fresh, nil
+	}
+	c.log.Warn("cluster map refresh failed: going on with the old one", "epoch", m.Epoch, "err", err)
+	c.mu.Lock()
+	c.mu.fetched = time.Now() // try again after MapMaxAge
+	c.mu.Unlock()
+	return m, nil
 }
 
 // RefreshMap fetches the map again (after a drive error, say).
@@ -208,6 +248,7 @@ func (c *Client) RefreshMap(ctx context.Context) (*clustermap.Map, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.mu.fetched = time.Now()
 	if c.mu.m == nil || m.Epoch != c.mu.m.Epoch {
 		c.mu.m = m
 		c.mu.pgmaps = map[uint32]*placement.PGMap{}

@@ -3,9 +3,11 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/storage"
 )
@@ -57,9 +59,25 @@ func TestSlowDriveMarkedDownAndBack(t *testing.T) {
 	if len(eventsOf(t, conn, "drive.slow")) != 1 || len(eventsOf(t, conn, "drive.down")) != 1 {
 		t.Fatal("want one drive.slow and one drive.down event")
 	}
-	put(t, conn, "/g", data) // written around the down drive
+	// The client has not met an error since the drive went down: it learns
+	// of it from its map, and writes around it.
+	time.Sleep(2 * client.DefaultMapMaxAge)
+	put(t, conn, "/g", data)
 	if got := get(t, conn, "/g"); !bytes.Equal(got, data) {
 		t.Fatal("file written while the drive was down reads back wrong")
+	}
+	a, err := conn.Client.Resolve(ctx, "/g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := conn.Meta.Stripes(ctx, a.Ino, 0, 1<<40)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("stripes of /g: %v %v", recs, err)
+	}
+	for _, r := range recs {
+		if slices.Contains(r.Drives, 3) {
+			t.Fatalf("stripe %d of /g, written while d03 was down, has a fragment on it: %v", r.Stripe, r.Drives)
+		}
 	}
 	if err := c.storage.Fault(storage.FaultArgs{Drive: 3, Op: "slow", Delay: 0}); err != nil {
 		t.Fatal(err)
