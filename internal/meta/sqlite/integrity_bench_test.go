@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -74,7 +75,25 @@ func BenchmarkIntegrityCheck(b *testing.B) {
 			}
 		})
 	}
-	b.Run("open", func(b *testing.B) { // includes the quick_check
+	b.Run("backup", func(b *testing.B) {
+		e, err := sqlite.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer e.Close()
+		st, _ := os.Stat(path)
+		b.SetBytes(st.Size())
+		i := 0
+		for b.Loop() {
+			dst := filepath.Join(b.TempDir(), fmt.Sprint("b", i))
+			if err := meta.New(e, meta.Options{}).Backup(ctx, dst); err != nil {
+				b.Fatal(err)
+			}
+			os.Remove(dst)
+			i++
+		}
+	})
+	b.Run("open", func(b *testing.B) { // includes the integrity check
 		for b.Loop() {
 			e, err := sqlite.Open(path)
 			if err != nil {
