@@ -36,6 +36,13 @@ func rebuildCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				// The coordinator's counts describe the map of its last
+				// scan: right after `drive fail` they are the old map's, so
+				// "nothing to do" counts only from a scan of this map on.
+				m, err := conn.Mgmt.Map(cmd.Context())
+				if err != nil {
+					return err
+				}
 				var b *bar
 				seen := false
 				for {
@@ -49,7 +56,7 @@ func rebuildCmd(g *globals) *cobra.Command {
 							seen = true
 						}
 						b.set(st.BytesDone)
-					} else if seen || st.Degraded+st.Critical+st.Misplaced == 0 || st.Incomplete != "" {
+					} else if st.Epoch >= m.Epoch && (seen || st.Degraded+st.Critical+st.Misplaced == 0 || st.Incomplete != "") {
 						if b != nil {
 							b.finish()
 						}

@@ -94,3 +94,36 @@ func readFile(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestRebuildWatchWaitsForTheRebuild runs `rebuild watch` straight after
+// `drive fail`, before the coordinator has scanned the new map, as a script
+// (and the README's tour) does: watch must return only once that rebuild
+// has run, so that every stripe is whole when it returns.
+func TestRebuildWatchWaitsForTheRebuild(t *testing.T) {
+	dir := t.TempDir()
+	startUp(t, dir, "--drives", "12", "--drive-size", "1G", "--unit", "64K",
+		"--drive-model", "hdd-7200", "--drive-speed-scale", "0.5")
+	src := filepath.Join(t.TempDir(), "src")
+	writeRandom(t, src, 8<<20)
+	run(t, "put", "-c", dir, src, "/f.bin")
+	for _, d := range []string{"d03", "d05"} {
+		run(t, "drive", "fail", "-c", dir, d)
+		run(t, "rebuild", "watch", "-c", dir)
+		ev := run(t, "events", "-c", dir)
+		if strings.Count(ev, "rebuild.done") < map[string]int{"d03": 1, "d05": 2}[d] {
+			t.Fatalf("rebuild watch returned after failing %s before the rebuild ended:\n%s", d, ev)
+		}
+		conn, err := cluster.Connect(context.Background(), dir, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := conn.Mgmt.Rebuild(context.Background())
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stripes == 0 || st.Degraded+st.Critical+st.Misplaced != 0 {
+			t.Fatalf("after rebuild watch (%s failed): %+v", d, st)
+		}
+	}
+}
