@@ -205,15 +205,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(5)
+	c.wg.Add(6)
 	go c.gcLoop(gctx)
 	go c.metaCheckLoop(gctx)
 	go func() {
 		defer c.wg.Done()
 		c.Store.ReapSessions(gctx, c.Config.GCInterval)
 	}()
-	c.Mgmt.UpdatePoolLimits(ctx) // what the drives can take, before the first health pass
+	c.Mgmt.UpdatePoolLimits(ctx) // what the drives can take, before the first pass of limitLoop
 	go c.healthLoop(gctx)
+	go c.limitLoop(gctx)
 	go func() {
 		defer c.wg.Done()
 		c.Mgmt.RunCoordinator(gctx, c.Config.RebuildInterval)

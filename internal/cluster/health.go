@@ -37,9 +37,7 @@ const localCheckTimeout = time.Second
 // management service's pass (mgmt.Service.CheckDrives), which probes every
 // drive through the storage RPC as clients reach it: a drive that does not
 // answer goes down, one that answers again comes back up, and one down for
-// longer than its pool's grace period is declared failed. Last, it sets
-// the pools' limits from what their drives can still take
-// (mgmt.Service.UpdatePoolLimits).
+// longer than its pool's grace period is declared failed.
 func (c *Cluster) healthLoop(ctx context.Context) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.Config.HealthInterval)
@@ -51,6 +49,22 @@ func (c *Cluster) healthLoop(ctx context.Context) {
 		case <-t.C:
 			c.checkDrives(ctx)
 			c.Mgmt.CheckDrives(ctx)
+		}
+	}
+}
+
+// limitLoop sets the pools' limits from what their drives can still take
+// (mgmt.Service.UpdatePoolLimits) every HealthInterval, apart from the
+// failure detector so that a slow drive's usage query never delays it.
+func (c *Cluster) limitLoop(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.Config.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 			c.Mgmt.UpdatePoolLimits(ctx)
 		}
 	}

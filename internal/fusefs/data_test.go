@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/client"
 	"poolfs/internal/cluster"
 )
 
@@ -149,11 +151,12 @@ func TestENOSPC(t *testing.T) {
 	}
 }
 
-// TestWriteErrorEveryDescriptor: when the pool fills while two
-// descriptors have a file open for writing, the one whose writes failed
-// hears of it, and so does the other at close, although it wrote nothing
-// (as Linux reports a page-cache writeback error to every open file
-// description). A descriptor opened after the loss is not told.
+// TestWriteErrorEveryDescriptor: when writes a descriptor made are lost
+// in the background (the pool filled after they were accepted), the one
+// that made them hears of it, and so does every other descriptor of the
+// file open at the time, at close, although it wrote nothing (as Linux
+// reports a page-cache writeback error to every open file description). A
+// descriptor opened after the loss is not told.
 func TestWriteErrorEveryDescriptor(t *testing.T) {
 	c := startCluster(t, cluster.Config{Drives: 7, Scheme: "4+2", Unit: 64 << 10, DriveSize: 8 << 20})
 	mnt := mount(t, c)
@@ -167,16 +170,22 @@ func TestWriteErrorEveryDescriptor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 1<<20)
-	var werr error
-	for i := 0; i < 128 && werr == nil; i++ {
-		_, werr = a.WriteAt(buf, int64(i+1)<<20)
+	defer b.Close()
+	// A first write: the mount learns how much room the pool has.
+	if _, err := a.WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
 	}
-	if !errorIs(werr, syscall.ENOSPC) {
-		t.Fatalf("filling the pool through a: %v, want ENOSPC", werr)
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
 	}
-	// a's fsync waits for the writes still in flight (which fail too).
-	a.Sync()
+	// Another client fills the pool meanwhile, so the mount accepts the
+	// next write on what it knew, and its stripes fail in the background.
+	fillFromElsewhere(t, c)
+	_, werr := a.WriteAt(make([]byte, 1<<20), 1<<20) // whole stripes: written in the background
+	serr := a.Sync()                                 // waits for the writes still in flight
+	if !errorIs(werr, syscall.ENOSPC) && !errorIs(serr, syscall.ENOSPC) {
+		t.Fatalf("a's writes into the filled pool: write %v, fsync %v; want ENOSPC", werr, serr)
+	}
 	later, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +198,27 @@ func TestWriteErrorEveryDescriptor(t *testing.T) {
 	}
 	if err := later.Close(); err != nil {
 		t.Fatalf("close of a descriptor opened after the loss: %v, want no error", err)
+	}
+}
+
+// fillFromElsewhere fills c's pool through a client of its own with files
+// of falling size, until a 64 KiB one is refused.
+func fillFromElsewhere(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := cluster.Connect(ctx, c.Config.Dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i, size := 0, 1<<20; size >= 64<<10; i++ {
+		data := make([]byte, size)
+		_, err := conn.Client.Put(ctx, fmt.Sprintf("/elsewhere%d", i), bytes.NewReader(data), client.PutOptions{Size: int64(size)})
+		if errors.Is(err, client.ErrPoolFull) {
+			size /= 4
+		} else if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

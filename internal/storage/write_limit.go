@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
@@ -12,15 +13,27 @@ import (
 )
 
 // writeLimits holds the most bytes client writes may fill each served drive
-// to (clustermap.Map.WriteLimits), and the client bytes being written to
-// each now, so that concurrent writes cannot pass the limit together.
-// Rebuild and resync writes (Reconstruct) are not limited: the room between
-// a drive's limit and its capacity is theirs.
+// to (clustermap.Map.WriteLimits), the client bytes being written to each
+// now, so that concurrent writes cannot pass the limit together, and each
+// drive's usage as last asked plus the client writes since. Rebuild and
+// resync writes (Reconstruct) are not limited: the room between a drive's
+// limit and its capacity is theirs.
 type writeLimits struct {
 	mu      sync.Mutex
 	limit   map[placement.DriveID]int64 // none: no limit
 	pending map[placement.DriveID]int64
+	used    map[placement.DriveID]usedAt
 }
+
+type usedAt struct {
+	n  int64
+	at time.Time
+}
+
+// usedFresh is how long a drive's usage is trusted while writes stay more
+// than 1/64 of the limit below it; closer, every client write asks the
+// drive (rebuild writes and deletes since are not in the cached figure).
+const usedFresh = time.Second
 
 // SetWriteLimits applies the client write limits of every pool of map m.
 // The owner of the server calls it with each new map epoch.
@@ -39,6 +52,7 @@ func (s *Server) SetWriteLimits(m *clustermap.Map) error {
 	s.limits.limit = limits
 	if s.limits.pending == nil {
 		s.limits.pending = map[placement.DriveID]int64{}
+		s.limits.used = map[placement.DriveID]usedAt{}
 	}
 	s.limits.mu.Unlock()
 	return nil
@@ -49,28 +63,39 @@ func (s *Server) SetWriteLimits(m *clustermap.Map) error {
 // wrapping chunkstore.ErrFull (the client reports the pool full).
 func (s *Server) clientWrite(ctx context.Context, id placement.DriveID, d chunkstore.Drive, key erasure.FragmentKey, frag []byte) error {
 	size := int64(len(frag))
-	s.limits.mu.Lock()
-	limit, limited := s.limits.limit[id]
-	s.limits.mu.Unlock()
-	if limited {
-		u, err := d.Stat(ctx)
+	l := &s.limits
+	l.mu.Lock()
+	limit, limited := l.limit[id]
+	if !limited {
+		l.mu.Unlock()
+		return d.WriteFragment(ctx, key, frag)
+	}
+	u, ok := l.used[id]
+	if !ok || time.Since(u.at) >= usedFresh || u.n+l.pending[id]+size > limit-limit/64 {
+		l.mu.Unlock()
+		st, err := d.Stat(ctx)
 		if err != nil {
 			return err
 		}
-		s.limits.mu.Lock()
-		pending := s.limits.pending[id]
-		if u.Used+pending+size > limit {
-			s.limits.mu.Unlock()
-			return fmt.Errorf("drive %v: write fragment %v: %w: %d bytes wanted, %d used and %d being written of the %d that client writes may fill (the rest is kept for rebuilds)",
-				id, key, chunkstore.ErrFull, size, u.Used, pending, limit)
-		}
-		s.limits.pending[id] = pending + size
-		s.limits.mu.Unlock()
-		defer func() {
-			s.limits.mu.Lock()
-			s.limits.pending[id] -= size
-			s.limits.mu.Unlock()
-		}()
+		l.mu.Lock()
+		u = usedAt{n: st.Used, at: time.Now()}
+		l.used[id] = u
 	}
-	return d.WriteFragment(ctx, key, frag)
+	pending := l.pending[id]
+	if u.n+pending+size > limit {
+		l.mu.Unlock()
+		return fmt.Errorf("drive %v: write fragment %v: %w: %d bytes wanted, %d used and %d being written of the %d that client writes may fill (the rest is kept for rebuilds)",
+			id, key, chunkstore.ErrFull, size, u.n, pending, limit)
+	}
+	l.pending[id] = pending + size
+	l.mu.Unlock()
+	err := d.WriteFragment(ctx, key, frag)
+	l.mu.Lock()
+	l.pending[id] -= size
+	if u, ok := l.used[id]; ok && err == nil {
+		u.n += size
+		l.used[id] = u
+	}
+	l.mu.Unlock()
+	return err
 }
