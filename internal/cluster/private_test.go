@@ -143,6 +143,14 @@ func TestLockHeldByOtherUser(t *testing.T) {
 	}
 	hold.Process.Kill()
 	hold.Wait()
+	// flock(1)'s child (sleep) shares the locked descriptor until it has
+	// closed it (--close): on a loaded machine that can be after the
+	// parent's death, so wait until the lock is free.
+	for deadline := time.Now().Add(10 * time.Second); exec.Command("flock", "--nonblock", lock, "true").Run() != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock stayed held after its holder was killed")
+		}
+	}
 
 	_, conn := startTest(t, Config{Dir: dir, Drives: 8, Scheme: "4+2"})
 	conn.Close()
