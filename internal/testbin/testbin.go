@@ -32,6 +32,12 @@ func Main(m *testing.M, bin *string) {
 		fmt.Fprintf(os.Stderr, "build poolfs: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	if Race && os.Getenv("GORACE") == "" {
+		// The race runtime sleeps atexit_sleep_ms (1 s) at every exit to
+		// let other threads report; the tests run the binary hundreds of
+		// times. Races found still print and exit with status 66.
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
