@@ -184,13 +184,9 @@ func statCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				p, err := g.paths(conn).path(ctx, args[0])
+				p, a, err := g.paths(conn).resolve(ctx, args[0])
 				if err != nil {
 					return err
-				}
-				a, err := conn.Client.Resolve(ctx, p)
-				if err != nil {
-					return failed("stat", err, args[0])
 				}
 				l := a.Layout
 				fmt.Printf("path:    %s\ninode:   %d\ntype:    %s\nsize:    %d (%s)\nmode:    %s\n",

@@ -86,3 +86,17 @@ func sessionOfMount(ss []meta.Session, host string, m mountEntry, mounts []mount
 	}
 	return false
 }
+
+// resolve returns the cluster path arg stands for and its attributes; a
+// missing path is a coreutils-style "cannot stat" error naming arg.
+func (pa *pathArgs) resolve(ctx context.Context, arg string) (string, meta.Attr, error) {
+	p, err := pa.path(ctx, arg)
+	if err != nil {
+		return "", meta.Attr{}, err
+	}
+	a, err := pa.conn.Client.Resolve(ctx, p)
+	if err != nil {
+		return "", meta.Attr{}, failed("stat", err, arg)
+	}
+	return p, a, nil
+}

@@ -40,13 +40,9 @@ redundancy (--scheme K+0, --mirror 1) loses data with any one drive, so it needs
 			}
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				p, err := g.paths(conn).path(ctx, args[0])
+				_, a, err := g.paths(conn).resolve(ctx, args[0])
 				if err != nil {
 					return err
-				}
-				a, err := conn.Client.Resolve(ctx, p)
-				if err != nil {
-					return failed("stat", err, args[0])
 				}
 				if a.Type != meta.TypeDir {
 					return &pathErr{op: "set the layout of", paths: []string{args[0]}, err: meta.ErrNotDir,
@@ -116,13 +112,9 @@ func getstripeCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				p, err := g.paths(conn).path(ctx, args[0])
+				_, a, err := g.paths(conn).resolve(ctx, args[0])
 				if err != nil {
 					return err
-				}
-				a, err := conn.Client.Resolve(ctx, p)
-				if err != nil {
-					return failed("stat", err, args[0])
 				}
 				fmt.Printf("%s: %s\n", args[0], layoutString(a.Layout))
 				if a.Type != meta.TypeFile {

@@ -143,13 +143,9 @@ target, renamed over it at the end: a get that fails leaves the target as it was
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			return g.withConn(cmd, func(conn *cluster.Conn) error {
-				p, err := g.paths(conn).path(ctx, args[0])
+				p, a, err := g.paths(conn).resolve(ctx, args[0])
 				if err != nil {
 					return err
-				}
-				a, err := conn.Client.Resolve(ctx, p)
-				if err != nil {
-					return failed("stat", err, args[0])
 				}
 				if a.Type == meta.TypeDir {
 					return &pathErr{op: "copy", paths: []string{args[0]}, err: meta.ErrIsDir}
