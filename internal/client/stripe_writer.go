@@ -91,6 +91,9 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 		rec.Drives[i] = uint32(d)
 	}
 	errs := make([]error, len(set))
+	// A drive at its client write limit still takes a fragment that
+	// replaces one of oldGen it holds (storage.Replacing).
+	wctx := storage.Replacing(ctx, oldGen)
 	var wg sync.WaitGroup
 	for i := range set {
 		key := erasure.FragmentKey{Ino: uint64(ino), Stripe: stripe, Gen: rec.Gen, Index: uint8(i)}
@@ -102,7 +105,7 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 			defer wg.Done()
 			d, err := c.drives.Drive(m, set[i])
 			if err == nil {
-				err = d.WriteFragment(ctx, key, frag)
+				err = d.WriteFragment(wctx, key, frag)
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("fragment %v on %v: %w", key, set[i], err)

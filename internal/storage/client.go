@@ -24,9 +24,10 @@ func NewRemoteDrive(c *rpc.Client, id placement.DriveID) *RemoteDrive {
 	return &RemoteDrive{c: c, id: id}
 }
 
-// WriteFragment implements chunkstore.Drive.
+// WriteFragment implements chunkstore.Drive. It sends the generation ctx
+// says the write replaces (Replacing).
 func (r *RemoteDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
-	return r.c.Call(ctx, "storage.Write", fragArgs{Drive: r.id, Key: key}, frag, nil)
+	return r.c.Call(ctx, "storage.Write", fragArgs{Drive: r.id, Key: key, Replaces: replacedGen(ctx)}, frag, nil)
 }
 
 // ReadFragment implements chunkstore.Drive.

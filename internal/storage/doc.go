@@ -6,7 +6,7 @@
 //
 // RPC methods (registered by Server.Register):
 //
-//	storage.Write   args {drive, key}            body: fragment bytes
+//	storage.Write   args {drive, key, replaces}  body: fragment bytes
 //	storage.Read    args {drive, key, off, n}    reply body: the bytes
 //	storage.Delete  args {drive, key}
 //	storage.List    args {drive, after, limit}   reply: keys with sizes
@@ -23,7 +23,14 @@
 // Client writes (storage.Write, and the in-process drives of InProcess)
 // keep to each drive's client write limit (clustermap.Map.WriteLimits, set
 // by SetWriteLimits at every map epoch): one that would pass it fails with
-// chunkstore.ErrFull, which clients report as pool full. Reconstruct
+// chunkstore.ErrFull, which clients report as pool full. The exception is
+// a write that replaces a fragment (replaces: the older generation of the
+// same inode, stripe and index, which the client sets with Replacing from
+// the stripe's committed generation): it adds nothing to the pool once the
+// collector deletes the old generation, seconds later, so if the drive
+// still holds that generation the write may pass the limit by up to a
+// quarter of the room above it (replace.go), so that a write into
+// preallocated space succeeds on a pool another file filled. Reconstruct
 // (rebuild, resync, rebalance) may fill a drive to its capacity: the room
 // above the limit is kept for it.
 package storage

@@ -45,7 +45,7 @@ var _ chunkstore.Drive = gatedDrive{}
 
 func (g gatedDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
 	defer g.s.gate.client(g.id)()
-	return g.s.clientWrite(ctx, g.id, g.Drive, key, frag)
+	return g.s.clientWrite(ctx, g.id, g.Drive, key, replacedGen(ctx), frag)
 }
 
 func (g gatedDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {

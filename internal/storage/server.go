@@ -105,6 +105,9 @@ type fragArgs struct {
 	Key   erasure.FragmentKey `json:"key"`
 	Off   int64               `json:"off,omitempty"`
 	N     int64               `json:"n,omitempty"`
+	// Replaces is, for storage.Write, the generation of the same fragment
+	// the write replaces (Replacing); 0 for none.
+	Replaces uint64 `json:"replaces,omitempty"`
 }
 
 type listArgs struct {
@@ -146,7 +149,7 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, err
 	}
 	defer s.gate.client(a.Drive)()
-	if err := s.clientWrite(ctx, a.Drive, d, a.Key, req.Body); err != nil {
+	if err := s.clientWrite(ctx, a.Drive, d, a.Key, a.Replaces, req.Body); err != nil {
 		return nil, err
 	}
 	return &rpc.Response{}, nil
