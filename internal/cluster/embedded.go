@@ -205,16 +205,18 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	gctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(6)
-	go c.gcLoop(gctx)
-	go c.metaCheckLoop(gctx)
+	c.wg.Add(2)
+	c.every(gctx, c.Config.GCInterval, c.collect)
+	c.every(gctx, c.Config.MetaCheckInterval, c.checkStore)
 	go func() {
 		defer c.wg.Done()
 		c.Store.ReapSessions(gctx, c.Config.GCInterval)
 	}()
-	c.Mgmt.UpdatePoolLimits(ctx) // what the drives can take, before the first pass of limitLoop
-	go c.healthLoop(gctx)
-	go c.limitLoop(gctx)
+	c.Mgmt.UpdatePoolLimits(ctx) // what the drives can take, before the first pass of the limit loop
+	c.every(gctx, c.Config.HealthInterval, c.checkHealth)
+	// Pool limits apart from the failure detector, so that a slow drive's
+	// usage query never delays it.
+	c.every(gctx, c.Config.HealthInterval, c.Mgmt.UpdatePoolLimits)
 	go func() {
 		defer c.wg.Done()
 		c.Mgmt.RunCoordinator(gctx, c.Config.RebuildInterval)
@@ -358,40 +360,39 @@ func (c *Cluster) applyMap(m *clustermap.Map) error {
 	return err
 }
 
-func (c *Cluster) gcLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.Config.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if rep, err := c.Mgmt.GC(ctx, mgmt.GCArgs{}); err != nil {
-				c.log.Warn("gc", "err", err)
-			} else if rep.Fragments > 0 {
-				c.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
+// every runs fn every interval on a goroutine of the cluster until ctx ends.
+func (c *Cluster) every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn(ctx)
 			}
 		}
+	}()
+}
+
+// collect is one pass of the fragment garbage collector.
+func (c *Cluster) collect(ctx context.Context) {
+	if rep, err := c.Mgmt.GC(ctx, mgmt.GCArgs{}); err != nil {
+		c.log.Warn("gc", "err", err)
+	} else if rep.Fragments > 0 {
+		c.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
 	}
 }
 
-// metaCheckLoop checks the metadata store's integrity every
-// MetaCheckInterval; a failed check stops fragment deletion
+// checkStore checks the metadata store's integrity (every
+// MetaCheckInterval); a failed check stops fragment deletion
 // (mgmt.Service.CheckStore).
-func (c *Cluster) metaCheckLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.Config.MetaCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := c.Mgmt.CheckStore(ctx, true); err != nil && ctx.Err() == nil {
-				c.log.Error("metadata store check", "err", err)
-			}
-		}
+func (c *Cluster) checkStore(ctx context.Context) {
+	if err := c.Mgmt.CheckStore(ctx, true); err != nil && ctx.Err() == nil {
+		c.log.Error("metadata store check", "err", err)
 	}
 }
 

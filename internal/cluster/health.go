@@ -30,7 +30,7 @@ func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
 // localCheckTimeout bounds the local health check's question to one drive.
 const localCheckTimeout = time.Second
 
-// healthLoop is the failure detector of an embedded cluster: every
+// checkHealth is the failure detector of an embedded cluster: every
 // HealthInterval it checks each up drive this server owns (its directory
 // still exists, Stat succeeds) and declares failed any drive that reports
 // chunkstore.ErrFailed or whose directory vanished; then it runs the
@@ -38,36 +38,9 @@ const localCheckTimeout = time.Second
 // drive through the storage RPC as clients reach it: a drive that does not
 // answer goes down, one that answers again comes back up, and one down for
 // longer than its pool's grace period is declared failed.
-func (c *Cluster) healthLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.Config.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.checkDrives(ctx)
-			c.Mgmt.CheckDrives(ctx)
-		}
-	}
-}
-
-// limitLoop sets the pools' limits from what their drives can still take
-// (mgmt.Service.UpdatePoolLimits) every HealthInterval, apart from the
-// failure detector so that a slow drive's usage query never delays it.
-func (c *Cluster) limitLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.Config.HealthInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.Mgmt.UpdatePoolLimits(ctx)
-		}
-	}
+func (c *Cluster) checkHealth(ctx context.Context) {
+	c.checkDrives(ctx)
+	c.Mgmt.CheckDrives(ctx)
 }
 
 func (c *Cluster) checkDrives(ctx context.Context) {
