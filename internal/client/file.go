@@ -340,56 +340,32 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	for _, r := range recs {
 		cur[r.Stripe] = r
 	}
-	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
-	commits := make([]meta.StripeCommit, len(todo))
-	errs := make([]error, len(todo))
-	sem := make(chan struct{}, f.c.opts.StripesInFlight)
-	var wg sync.WaitGroup
-	for i, s := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, s uint64) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			old, had := cur[s]
-			d := f.mu.dirty[s]
-			// The stripe's length: as far as the file reaches into it.
-			l := int(min(sb, f.mu.size-int64(s)*sb))
-			if had && !cut {
-				// Never cut what another writer committed beyond our view.
-				l = max(l, int(old.Len))
-			}
-			b := pool.get()
-			defer pool.put(b)
-			if had && !d.covers(l) {
-				shards, err := f.c.readStripe(ctx, lay, ino, old, b, f.name)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				// Move the committed bytes into full-unit layout, then lay
-				// this handle's ranges over them.
-				flat := make([]byte, l)
-				joinInto(flat, shards, int(old.Len))
-				d.overlay(flat, 0)
-				fillShards(b, flat, lay.K, int(lay.Unit))
-			} else {
-				flat := make([]byte, l)
-				d.overlay(flat, 0)
-				fillShards(b, flat, lay.K, int(lay.Unit))
-			}
-			rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
+	commits, err := f.writeStripesEach(ctx, "write", todo, func(s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+		old, had := cur[s]
+		d := f.mu.dirty[s]
+		// The stripe's length: as far as the file reaches into it.
+		l := int(min(sb, f.mu.size-int64(s)*sb))
+		if had && !cut {
+			// Never cut what another writer committed beyond our view.
+			l = max(l, int(old.Len))
+		}
+		flat := make([]byte, l)
+		if had && !d.covers(l) {
+			shards, err := f.c.readStripe(ctx, lay, ino, old, b, f.name)
 			if err != nil {
-				errs[i] = err
-				return
+				return meta.StripeCommit{}, err
 			}
-			commits[i] = meta.StripeCommit{Rec: rec, OldGen: old.Gen}
-		}(i, s)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		f.discard(ctx, commits)
-		return fmt.Errorf("write %s: %w", f.name, err)
+			// Move the committed bytes into full-unit layout, then lay
+			// this handle's ranges over them.
+			joinInto(flat, shards, int(old.Len))
+		}
+		d.overlay(flat, 0)
+		fillShards(b, flat, lay.K, int(lay.Unit))
+		rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
+		return meta.StripeCommit{Rec: rec, OldGen: old.Gen}, err
+	})
+	if err != nil {
+		return err
 	}
 	if err := f.commitLocked(ctx, commits); err != nil {
 		f.discard(ctx, commits)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"poolfs/internal/meta"
@@ -15,9 +14,9 @@ import (
 // that is a hole is written as a stripe of zeros and committed, so its
 // capacity is taken from the pool now and a later write into it replaces
 // a stripe of the same size (a commit that does not grow the pool's usage
-// cannot fail with ErrPoolFull; the new generation's fragments still need
-// room on the drives until the old ones are collected, which drives filled
-// to their client-write limit refuse). A stored stripe that ends before the
+// cannot fail with ErrPoolFull; the new generation's fragments, which need
+// room on the drives until the old ones are collected, are admitted past
+// a full drive's client write limit as replacements). A stored stripe that ends before the
 // range's end, within the file, is rewritten to reach it. Without
 // keepSize the file grows to off+n if it is shorter. The data the file
 // holds does not change. Buffered writes are flushed first.
@@ -146,32 +145,13 @@ func (f *File) preallocBatchLocked(ctx context.Context, first, last uint64, end 
 func (f *File) commitZeroStripesLocked(ctx context.Context, todo []uint64, lens map[uint64]int, size uint64) error {
 	lay := f.mu.attr.Layout
 	ino := f.mu.attr.Ino
-	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
-	commits := make([]meta.StripeCommit, len(todo))
-	errs := make([]error, len(todo))
-	sem := make(chan struct{}, f.c.opts.StripesInFlight)
-	var wg sync.WaitGroup
-	for i, s := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, s uint64) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b := pool.get()
-			defer pool.put(b)
-			fillShards(b, nil, lay.K, int(lay.Unit))
-			rec, err := f.c.writeStripe(ctx, lay, ino, s, 0, b, lens[s])
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			commits[i] = meta.StripeCommit{Rec: rec}
-		}(i, s)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		f.discard(ctx, commits)
-		return fmt.Errorf("preallocate %s: %w", f.name, err)
+	commits, err := f.writeStripesEach(ctx, "preallocate", todo, func(s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+		fillShards(b, nil, lay.K, int(lay.Unit))
+		rec, err := f.c.writeStripe(ctx, lay, ino, s, 0, b, lens[s])
+		return meta.StripeCommit{Rec: rec}, err
+	})
+	if err != nil {
+		return err
 	}
 	a, err := f.c.meta.CommitStripes(ctx, ino, commits, size, time.Now().UnixNano())
 	if err != nil {

@@ -1,0 +1,46 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"poolfs/internal/meta"
+)
+
+// writeStripesEach writes the stripes of todo, at most StripesInFlight at
+// once: build fills a pooled stripe buffer for stripe s and writes it
+// (Client.writeStripe), returning its commit. It returns the commits in
+// todo's order; if any stripe failed, it discards the fragments of those
+// written and returns the joined errors, wrapped with op and the file's
+// name. The caller holds f.mu.
+func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, build func(s uint64, b *stripeBuf) (meta.StripeCommit, error)) ([]meta.StripeCommit, error) {
+	lay := f.mu.attr.Layout
+	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
+	commits := make([]meta.StripeCommit, len(todo))
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, f.c.opts.StripesInFlight)
+	var wg sync.WaitGroup
+	for i, s := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, s uint64) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			b := pool.get()
+			defer pool.put(b)
+			if c, err := build(s, b); err != nil {
+				errs[i] = err // commits[i] stays empty: nothing to discard
+			} else {
+				commits[i] = c
+			}
+		}(i, s)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		f.discard(ctx, commits)
+		return nil, fmt.Errorf("%s %s: %w", op, f.name, err)
+	}
+	return commits, nil
+}
