@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"poolfs/internal/testlog"
 	"sort"
 	"strings"
 	"sync"
@@ -33,26 +34,7 @@ func TestMain(m *testing.M) { testbin.Main(m, &binary) }
 // upProc is a running `poolfs up`.
 type upProc struct {
 	cmd *exec.Cmd
-	out *outBuffer
-}
-
-// outBuffer collects a process's output; tests may read it while the
-// process writes.
-type outBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *outBuffer) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *outBuffer) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
+	out *testlog.Buffer
 }
 
 // startUp starts `poolfs up` on dir and waits until it serves.
@@ -68,7 +50,7 @@ func startUpEnv(t *testing.T, env []string, dir string, args ...string) *upProc 
 	all := append([]string{"up", "-c", dir, "--listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(binary, all...)
 	cmd.Env = append(os.Environ(), env...)
-	var out outBuffer
+	var out testlog.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

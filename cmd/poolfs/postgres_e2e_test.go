@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"poolfs/internal/testlog"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestPostgresPasswordNotShown(t *testing.T) {
 	// The stand-alone metadata server, password from PGPASSWORD.
 	meta := exec.Command(binary, "meta", "-c", dir, "--db", url, "--listen", "127.0.0.1:0")
 	meta.Env = append(os.Environ(), "PGPASSWORD="+pw)
-	var mout outBuffer
+	var mout testlog.Buffer
 	meta.Stdout, meta.Stderr = &mout, &mout
 	if err := meta.Start(); err != nil {
 		t.Fatal(err)

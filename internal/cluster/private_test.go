@@ -9,32 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"poolfs/internal/testlog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"poolfs/internal/chunkstore"
 )
-
-// lockedBuffer is a log destination safe for the cluster's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestOlderClusterDirTightened: a cluster directory an older poolfs left
 // open to everyone (0755 directories, 0644 files, all the way down) is
@@ -63,7 +45,7 @@ func TestOlderClusterDirTightened(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			var logs lockedBuffer
+			var logs testlog.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			_, conn = startTest(t, Config{Dir: dir, Logger: log})
 			if got := get(t, conn, "/f"); !bytes.Equal(got, data) {

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"poolfs/internal/testlog"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -19,24 +19,6 @@ import (
 	"poolfs/internal/cluster"
 	"poolfs/internal/erasure"
 )
-
-// lockedBuffer is a log sink for tests.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDataLossNamesThePath: a read through the mount of a stripe that lost
 // more fragments than parity covers fails with EIO, and the error the
@@ -80,7 +62,7 @@ func TestDataLossNamesThePath(t *testing.T) {
 			return nil
 		})
 	}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	dir, _ := mountWith(t, c, Options{AllowOther: true, URing: testURing(),
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	_, err = os.ReadFile(filepath.Join(dir, "d", "f"))

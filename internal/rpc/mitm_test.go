@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"poolfs/internal/testlog"
 	"strings"
 	"sync"
 	"testing"
@@ -159,24 +160,6 @@ func startMITM(t *testing.T, target string, tc mitmCase, frameSize int) string {
 	return ln.Addr().String()
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestManInTheMiddle(t *testing.T) {
 	body := make([]byte, mitmBody)
 	for i := range body {
@@ -189,7 +172,7 @@ func TestManInTheMiddle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var received [][]byte // every body the handler was given
-			logs := &syncBuffer{}
+			logs := &testlog.Buffer{}
 			_, addr := startServer(t, ServerOptions{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, func(s *Server) {
 				s.Handle("mitm.Put", func(ctx context.Context, req *Request) (*Response, error) {
 					mu.Lock()
@@ -250,7 +233,7 @@ func TestManInTheMiddle(t *testing.T) {
 }
 
 // waitLog waits for the server to log want (it logs as it closes).
-func waitLog(t *testing.T, logs *syncBuffer, want string) {
+func waitLog(t *testing.T, logs *testlog.Buffer, want string) {
 	t.Helper()
 	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(5 * time.Millisecond) {
 		if strings.Contains(logs.String(), want) {
