@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(writerEnv) != "" {
 		os.Exit(writerMain())
 	}
+	if os.Getenv(mmapCmpEnv) != "" {
+		os.Exit(mmapCmpMain())
+	}
 	os.Exit(m.Run())
 }
 
