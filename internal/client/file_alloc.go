@@ -25,8 +25,18 @@ import (
 // cannot hold the range) leaves the batches before it allocated, as
 // local file systems leave what they allocated before ENOSPC.
 func (f *File) Preallocate(ctx context.Context, off, n int64, keepSize bool) error {
+	return f.changeRange(ctx, "preallocate", off, n, func(end int64) error {
+		return f.preallocRangeLocked(ctx, off, end, keepSize)
+	})
+}
+
+// changeRange runs fn, a change of the stripe map over [off, off+n), with
+// f.mu held, after the writes in flight and the buffered ones are
+// committed; afterwards f forgets the stripes it knew (fn changed them
+// other than by writes). op names the change in the error for a bad range.
+func (f *File) changeRange(ctx context.Context, op string, off, n int64, fn func(end int64) error) error {
 	if off < 0 || n <= 0 {
-		return fmt.Errorf("%w: preallocate %d bytes at %d", meta.ErrInvalid, n, off)
+		return fmt.Errorf("%w: %s %d bytes at %d", meta.ErrInvalid, op, n, off)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -35,7 +45,12 @@ func (f *File) Preallocate(ctx context.Context, off, n int64, keepSize bool) err
 		return err
 	}
 	defer f.forgetStripesLocked()
-	end := off + n
+	return fn(off + n)
+}
+
+// preallocRangeLocked is Preallocate after the flush: it sets the size
+// back to what was committed if the allocation fails part way.
+func (f *File) preallocRangeLocked(ctx context.Context, off, end int64, keepSize bool) error {
 	saved := f.mu.size
 	if !keepSize && end > f.mu.size {
 		f.mu.size = end
@@ -177,17 +192,13 @@ func (f *File) commitZeroStripesLocked(ctx context.Context, todo []uint64, lens 
 // shorter (ZERO_RANGE); with it the size stays and stripes beyond the end
 // (preallocated) are dropped too. Buffered writes are flushed first.
 func (f *File) ZeroRange(ctx context.Context, off, n int64, keepSize bool) error {
-	if off < 0 || n <= 0 {
-		return fmt.Errorf("%w: zero %d bytes at %d", meta.ErrInvalid, n, off)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.waitLocked()
-	if err := f.writebackLocked(ctx, false); err != nil {
-		return err
-	}
-	defer f.forgetStripesLocked()
-	end := off + n
+	return f.changeRange(ctx, "zero", off, n, func(end int64) error {
+		return f.zeroRangeLocked(ctx, off, end, keepSize)
+	})
+}
+
+// zeroRangeLocked is ZeroRange of [off, end) after the flush.
+func (f *File) zeroRangeLocked(ctx context.Context, off, end int64, keepSize bool) error {
 	sb := f.stripeBytes()
 	first, last := (off+sb-1)/sb, end/sb-1 // stripes wholly inside
 	if first <= last {
