@@ -10,7 +10,6 @@ import (
 
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/metatest"
-	"poolfs/internal/meta/sqlite"
 )
 
 func inodeKey(ino meta.Ino) []byte { return binary.BigEndian.AppendUint64([]byte{'i'}, uint64(ino)) }
@@ -24,11 +23,7 @@ func direntKey(parent meta.Ino, name string) []byte {
 // (link count) and a directory's entry lost (orphan inode, with its file)
 // are reported, repaired, and a second check finds nothing.
 func TestCheckNamespace(t *testing.T) {
-	e, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := sqliteEngine(t)
 	s := metatest.NewStore(t, e)
 	ctx := context.Background()
 	mk := func(parent meta.Ino, name string, typ meta.FileType) meta.Attr {
@@ -50,7 +45,7 @@ func TestCheckNamespace(t *testing.T) {
 		t.Fatalf("sound namespace: %v, %v", probs, err)
 	}
 
-	err = e.Update(ctx, func(tx meta.Tx) error {
+	err := e.Update(ctx, func(tx meta.Tx) error {
 		return errorsJoin(
 			tx.Delete(inodeKey(gone.Ino)),               // d/gone names nothing
 			tx.Delete(direntKey(meta.RootIno, "link2")), // linked: nlink 2, one entry
@@ -124,11 +119,7 @@ type plainEngine struct{ meta.Engine }
 // TestEngineWithoutCheckOrBackup: a store over an engine without an
 // integrity check is trusted (nil), and Backup says the engine has none.
 func TestEngineWithoutCheckOrBackup(t *testing.T) {
-	e, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := sqliteEngine(t)
 	s := meta.New(plainEngine{e}, meta.Options{})
 	ctx := context.Background()
 	if err := s.CheckIntegrity(ctx, true); err != nil {

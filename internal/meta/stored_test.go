@@ -3,23 +3,17 @@ package meta_test
 import (
 	"context"
 	"encoding/binary"
-	"path/filepath"
 	"testing"
 
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/metatest"
-	"poolfs/internal/meta/sqlite"
 )
 
 // TestStoredCountedOnFirstChange: a file whose record predates the
 // stored-bytes count stats with its size as before, and the first commit
 // that changes its stripes counts the stripes it has (one scan).
 func TestStoredCountedOnFirstChange(t *testing.T) {
-	e, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := sqliteEngine(t)
 	s := metatest.NewStore(t, e)
 	ctx := context.Background()
 	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")

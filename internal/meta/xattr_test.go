@@ -4,21 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/metatest"
-	"poolfs/internal/meta/sqlite"
 )
 
 func TestXattr(t *testing.T) {
-	e, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := sqliteEngine(t)
 	s := metatest.NewStore(t, e)
 	ctx := context.Background()
 	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
