@@ -46,7 +46,7 @@ func TestCheckNamespace(t *testing.T) {
 	}
 
 	err := e.Update(ctx, func(tx meta.Tx) error {
-		return errorsJoin(
+		return errors.Join(
 			tx.Delete(inodeKey(gone.Ino)),               // d/gone names nothing
 			tx.Delete(direntKey(meta.RootIno, "link2")), // linked: nlink 2, one entry
 			tx.Delete(direntKey(meta.RootIno, "lost")),  // lost: in no directory
@@ -92,15 +92,6 @@ func TestCheckNamespace(t *testing.T) {
 	if _, err := s.Lookup(ctx, lost.Ino, "inside"); err != nil {
 		t.Fatalf("orphan directory's file: %v", err)
 	}
-}
-
-func errorsJoin(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func itoa(v uint64) string { return fmtU(v) }
