@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,18 +97,8 @@ func (s *memStore) Readdir(_ context.Context, ino meta.Ino, after string, _ int)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b meta.Dirent) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b meta.Dirent) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s *memStore) Stripes(_ context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error) {
