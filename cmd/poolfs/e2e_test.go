@@ -130,14 +130,27 @@ func TestCLITour(t *testing.T) {
 		Pools  []struct {
 			Drives  int    `json:"drives"`
 			UsedRaw uint64 `json:"used_raw"`
+			Written int64  `json:"written"`
 		}
-		Drives []struct{ ID string }
+		Drives []struct {
+			ID      string
+			Written int64 `json:"written"`
+		}
 	}
 	if err := json.Unmarshal([]byte(run(t, "status", "-c", dir, "--json")), &status); err != nil {
 		t.Fatal(err)
 	}
 	if status.Health != "healthy" || len(status.Drives) != 12 || len(status.Pools) != 1 || status.Pools[0].UsedRaw == 0 {
 		t.Fatalf("status: %+v", status)
+	}
+	// Bytes written to the drives: per drive, summed per pool, and at
+	// least the committed fragments (the put wrote each of them once).
+	var drivesWritten int64
+	for _, d := range status.Drives {
+		drivesWritten += d.Written
+	}
+	if p := status.Pools[0]; p.Written != drivesWritten || p.Written < int64(p.UsedRaw) {
+		t.Fatalf("written: pool %d, drives %d, committed raw %d", p.Written, drivesWritten, p.UsedRaw)
 	}
 	human := run(t, "status", "-c", dir)
 	for _, want := range []string{"health: HEALTHY", "preservation", "PG balance", "d11"} {

@@ -129,7 +129,9 @@
 // written; Used counts fragment bytes (not record headers or preallocated
 // space) and is recomputed exactly by Open. Allocated (segments format) is
 // what the segment files take on the host, which is what the host must
-// hold; HostFree is what the host file system has left.
+// hold; HostFree is what the host file system has left. Written counts the
+// fragment bytes stored since Open (every write, whoever asked for it),
+// which is what write amplification is measured with.
 //
 // # Direct I/O
 //

@@ -56,6 +56,13 @@ type Usage struct {
 	// system: drives with the same HostFS share HostFree.
 	HostFree int64
 	HostFS   uint64
+	// Written counts the fragment bytes this drive has stored since it
+	// was opened (LocalDrive: every WriteFragment that returned nil,
+	// whoever called it: client writes, rebuilds, repairs, moves), so
+	// that write amplification can be measured as a difference of two
+	// readings. Record headers, segment indexes and metadata are not
+	// counted; a reopened drive starts again from 0.
+	Written int64
 }
 
 // Errors. Errors returned by drives wrap these and name the drive and key.

@@ -59,6 +59,10 @@ type LocalDrive struct {
 	lockFd int
 	impl   localImpl
 	closed atomic.Bool
+	// written is Usage.Written: fragment bytes stored since Open. Every
+	// fragment a LocalDrive stores passes through WriteFragment, in
+	// either format, so this is the one place that counts them.
+	written atomic.Int64
 }
 
 // Open opens (creating if needed) the drive in dir. It takes an exclusive
@@ -166,9 +170,14 @@ func (d *LocalDrive) Format() Format { return d.format }
 // DirectIO reports whether fragment I/O currently uses O_DIRECT.
 func (d *LocalDrive) DirectIO() bool { return d.impl.DirectIO() }
 
-// WriteFragment implements Drive.
+// WriteFragment implements Drive; a fragment stored adds its length to
+// Usage.Written.
 func (d *LocalDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
-	return d.impl.WriteFragment(ctx, key, frag)
+	if err := d.impl.WriteFragment(ctx, key, frag); err != nil {
+		return err
+	}
+	d.written.Add(int64(len(frag)))
+	return nil
 }
 
 // ReadFragment implements Drive.
@@ -187,7 +196,14 @@ func (d *LocalDrive) ListFragments(ctx context.Context, fn func(key erasure.Frag
 }
 
 // Stat implements Drive.
-func (d *LocalDrive) Stat(ctx context.Context) (Usage, error) { return d.impl.Stat(ctx) }
+func (d *LocalDrive) Stat(ctx context.Context) (Usage, error) {
+	u, err := d.impl.Stat(ctx)
+	if err != nil {
+		return u, err
+	}
+	u.Written = d.written.Load()
+	return u, nil
+}
 
 // CheckDir returns an error if dir no longer holds a drive: its format
 // marker is gone (the directory was removed or replaced under a running

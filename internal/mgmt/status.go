@@ -21,10 +21,15 @@ type DriveStatus struct {
 	// measured); HostFree what the host file system holding it has left.
 	Allocated int64 `json:"allocated,omitempty"`
 	HostFree  int64 `json:"host_free,omitempty"`
-	hostFS    uint64
-	pool      uint32
-	PGSlots   int    `json:"pg_slots"` // fragment slots of the pool's PGs on this drive
-	Error     string `json:"error,omitempty"`
+	// Written is the fragment bytes the drive has stored since its server
+	// opened it (chunkstore.Usage.Written): client writes, rebuilds,
+	// repairs and moves alike. Two readings apart give the bytes written
+	// in between; it starts again from 0 when the server restarts.
+	Written int64 `json:"written"`
+	hostFS  uint64
+	pool    uint32
+	PGSlots int    `json:"pg_slots"` // fragment slots of the pool's PGs on this drive
+	Error   string `json:"error,omitempty"`
 	// DownSince (unix ns) and GraceLeft (seconds) are set for a down
 	// drive: it is declared failed and rebuilt when GraceLeft reaches 0.
 	DownSince int64   `json:"down_since,omitempty"`
@@ -63,6 +68,9 @@ type PoolStatus struct {
 	// space not yet freed or preallocated. It is used space until
 	// collected.
 	Reclaimable int64 `json:"reclaimable"`
+	// Written is the sum of DriveStatus.Written over the pool's drives
+	// that answered (a drive that did not answer is missing from it).
+	Written int64 `json:"written"`
 	// PGBalance is the busiest drive's PG slots over the mean (1.00 is perfect).
 	PGBalance float64 `json:"pg_balance"`
 	// DownGrace is how long a drive may stay down before it is declared
@@ -217,6 +225,7 @@ func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clusterm
 	for _, ds := range drives {
 		if ds.pool == p.ID {
 			taken += max(ds.Allocated, ds.Used)
+			ps.Written += ds.Written
 		}
 	}
 	ps.Reclaimable = max(0, taken-int64(ps.UsedRaw))

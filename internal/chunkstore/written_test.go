@@ -1,0 +1,61 @@
+package chunkstore
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestWrittenCountsStoredFragments checks Usage.Written, the counter write
+// amplification is measured with: every fragment stored adds its length
+// (a rewrite of a key too: the drive wrote it again), refused and invalid
+// writes add nothing, deletes take nothing away, and a reopened drive
+// starts from 0.
+func TestWrittenCountsStoredFragments(t *testing.T) {
+	forEachFormat(t, func(t *testing.T, opts Options) {
+		opts.Capacity = 8 * Align
+		dir := t.TempDir()
+		d := openTest(t, dir, opts)
+		written := func() int64 {
+			t.Helper()
+			u, err := d.Stat(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u.Written
+		}
+		if w := written(); w != 0 {
+			t.Fatalf("new drive: written %d, want 0", w)
+		}
+		var want int64
+		for i := range 3 {
+			size := (i + 1) * Align
+			if err := d.WriteFragment(ctx, key(i), pattern(size, uint64(i))); err != nil {
+				t.Fatal(err)
+			}
+			want += int64(size)
+		}
+		if err := d.WriteFragment(ctx, key(0), pattern(Align, 0)); err != nil { // a retry
+			t.Fatal(err)
+		}
+		want += Align
+		if err := d.WriteFragment(ctx, key(7), make([]byte, 4*Align)); !errors.Is(err, ErrFull) {
+			t.Fatalf("want ErrFull, got %v", err)
+		}
+		if err := d.WriteFragment(ctx, key(8), make([]byte, 100)); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("want ErrInvalid, got %v", err)
+		}
+		if err := d.DeleteFragment(ctx, key(2)); err != nil {
+			t.Fatal(err)
+		}
+		if w := written(); w != want {
+			t.Fatalf("written %d, want %d (7 blocks)", w, want)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		d = openTest(t, dir, opts)
+		if w := written(); w != 0 {
+			t.Fatalf("reopened drive: written %d, want 0", w)
+		}
+	})
+}
