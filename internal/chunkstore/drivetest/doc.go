@@ -1,0 +1,36 @@
+// Package drivetest provides in-memory drives for tests of the layers above
+// chunkstore (the client's data path, scrub, fsck, rebuild, the management
+// service): a Drive that keeps its fragments in memory and answers the
+// chunkstore.Drive contract as a LocalDrive does, with the faults and the
+// observations such tests need, and Drives, a set of them resolved by ID as
+// a storage dialer resolves remote drives. It is used by tests only.
+//
+// A Drive checks its arguments as a real drive does (fragment lengths and
+// read ranges aligned to chunkstore.Align, else chunkstore.ErrInvalid;
+// a missing fragment is chunkstore.ErrNotFound; a write beyond the
+// capacity is chunkstore.ErrFull and stores nothing), and copies what it is
+// given and what it returns, so that a test sees the data path's buffer
+// ownership mistakes as wrong bytes rather than passing by aliasing.
+//
+// Faults, in the order a call meets them:
+//
+//   - Hold: calls of the held operations wait, whatever their context
+//     says, until released: a drive that does not answer at all.
+//   - FailWrites: writes fail with a given error and store nothing.
+//   - Fail, Offline, SlowDown, CorruptReads (a chunkstore.FaultyDrive,
+//     embedded): the faults an operator can inject into a real drive.
+//
+// Every call is counted when it is made (Reads, Writes, Deletes), whatever
+// its outcome; bytes are counted when a call succeeds (BytesRead,
+// BytesWritten). Put, Remove, Fragment and Corrupt reach the stored
+// fragments directly, past faults and counters: a test seeds a drive and
+// damages fragments at rest with them.
+//
+// A Drives set refuses, at once and with chunkstore.ErrOffline, a drive
+// the map says is not up, as the client's drives (mgmt.ReportingDrives)
+// do, and counts the refusal on the drive (Refused), so that a test can
+// tell that a reader asked for a drive it should have known to be down.
+//
+// Map builds the cluster map of one pool of such drives; Maps serves a
+// map that a test can change.
+package drivetest
