@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
 )
 
@@ -35,7 +36,7 @@ func (s *changingMap) set(m *clustermap.Map, err error) {
 func TestMapRefreshedWhenOld(t *testing.T) {
 	ctx := context.Background()
 	src := &changingMap{m: &clustermap.Map{Epoch: 1}}
-	c := New(nil, src, memDrives{}, Options{MapMaxAge: 10 * time.Millisecond})
+	c := New(nil, src, drivetest.Drives{}, Options{MapMaxAge: 10 * time.Millisecond})
 	if m, err := c.Map(ctx); err != nil || m.Epoch != 1 {
 		t.Fatalf("first map: %v %v", m, err)
 	}

@@ -4,100 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"poolfs/internal/chunkstore"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 )
 
-// memDrive is an in-memory drive that counts reads and can be made to
-// block reads or writes until released (whatever their context says), or
-// to lose its fragments.
-type memDrive struct {
-	id     placement.DriveID
-	reads  atomic.Int64
-	writes atomic.Int64
-	mu     sync.Mutex
-	frags  map[erasure.FragmentKey][]byte
-	// blockReads and blockWrites, if not nil, are waited on by every read
-	// or write.
-	blockReads, blockWrites chan struct{}
-}
-
-func (d *memDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
-	d.writes.Add(1)
-	if d.blockWrites != nil {
-		<-d.blockWrites
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.frags[key] = append([]byte(nil), frag...)
-	return nil
-}
-
-func (d *memDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
-	d.reads.Add(1)
-	if d.blockReads != nil {
-		<-d.blockReads
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	f, ok := d.frags[key]
-	if !ok {
-		return nil, fmt.Errorf("drive %v: %v: %w", d.id, key, chunkstore.ErrNotFound)
-	}
-	return append(dst[:0], f...), nil
-}
-
-func (d *memDrive) fragment(key erasure.FragmentKey) []byte {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.frags[key]
-}
-
-func (d *memDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error { return nil }
-func (d *memDrive) ListFragments(context.Context, func(erasure.FragmentKey, int64, time.Time) error) error {
-	return nil
-}
-func (d *memDrive) Stat(context.Context) (chunkstore.Usage, error) { return chunkstore.Usage{}, nil }
-
-// memDrives resolves drive IDs to memDrives; a drive the map says is not
-// up fails at once, as mgmt.ReportingDrives makes it.
-type memDrives []*memDrive
-
-func (ds memDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
-	if d, err := m.Drive(id); err == nil && d.State != clustermap.StateUp {
-		ds[id].reads.Add(1) // counted as a fetch: the reader asked for it
-		return nil, fmt.Errorf("drive %v is %s: %w", id, d.State, chunkstore.ErrOffline)
-	}
-	return ds[id], nil
-}
-
-func (ds memDrives) reads() int64 {
-	var n int64
-	for _, d := range ds {
-		n += d.reads.Load()
-	}
-	return n
-}
-
-type staticMap struct{ m *clustermap.Map }
-
-func (s staticMap) Map(context.Context) (*clustermap.Map, error) { return s.m, nil }
-
 // stripeFixture is one committed 4+2 stripe on six in-memory drives.
 type stripeFixture struct {
 	c      *Client
 	m      *clustermap.Map
-	drives memDrives
+	maps   *drivetest.Maps
+	drives drivetest.Drives
 	lay    meta.Layout
 	rec    meta.StripeRec
 	data   []byte
@@ -108,7 +31,7 @@ const fixtureIno = meta.Ino(42)
 func newStripeFixture(t *testing.T, k, m int, o Options) *stripeFixture {
 	t.Helper()
 	const unit = 64 << 10
-	f := &stripeFixture{lay: meta.Layout{K: k, M: m, Unit: unit}, m: &clustermap.Map{Epoch: 1}}
+	f := &stripeFixture{lay: meta.Layout{K: k, M: m, Unit: unit}, m: &clustermap.Map{Epoch: 1}, drives: drivetest.Drives{}}
 	f.data = make([]byte, k*unit-1000)
 	for i := range f.data {
 		f.data[i] = byte(rand.Uint32())
@@ -131,22 +54,38 @@ func newStripeFixture(t *testing.T, k, m int, o Options) *stripeFixture {
 	}
 	for i := range shards {
 		id := placement.DriveID(i)
-		d := &memDrive{id: id, frags: map[erasure.FragmentKey][]byte{}}
+		d := drivetest.New(id.String())
 		key := erasure.FragmentKey{Ino: uint64(fixtureIno), Stripe: f.rec.Stripe, Gen: f.rec.Gen, Index: uint8(i)}
 		frag := erasure.AlignedBuffer(erasure.FragmentSize(s))
 		copy(frag[erasure.HeaderSize(s):], shards[i])
 		erasure.SealFragment(frag, erasure.Header{Key: key, K: k, M: m, StripeLen: f.rec.Len, ShardSize: uint32(s)})
-		d.frags[key] = frag
-		f.drives = append(f.drives, d)
+		d.Put(key, frag)
+		f.drives[id] = d
 		f.m.Drives = append(f.m.Drives, clustermap.Drive{ID: id, State: clustermap.StateUp})
 		f.rec.Drives = append(f.rec.Drives, uint32(id))
 	}
-	f.c = New(nil, staticMap{f.m}, f.drives, o)
+	f.maps = drivetest.NewMaps(f.m)
+	f.c = New(nil, f.maps, f.drives, o)
 	return f
 }
 
 func (f *stripeFixture) key(i int) erasure.FragmentKey {
 	return erasure.FragmentKey{Ino: uint64(fixtureIno), Stripe: f.rec.Stripe, Gen: f.rec.Gen, Index: uint8(i)}
+}
+
+// fetches counts the fragment reads asked of the drives, those the drive
+// set refused because the map says the drive is not up included.
+func (f *stripeFixture) fetches() int64 {
+	n := f.drives.Reads()
+	for _, d := range f.drives {
+		n += d.Refused()
+	}
+	return n
+}
+
+// asked reports whether the reader asked drive id for anything.
+func (f *stripeFixture) asked(id placement.DriveID) bool {
+	return f.drives[id].Reads()+f.drives[id].Refused() != 0
 }
 
 // read reads the stripe and checks its bytes.
@@ -196,14 +135,13 @@ func TestReadAroundBlockedDrive(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newStripeFixture(t, tc.k, tc.m, Options{})
-			blocked := f.drives[tc.slow]
-			blocked.blockReads = make(chan struct{})
-			t.Cleanup(func() { close(blocked.blockReads) })
+			blocked := f.drives[placement.DriveID(tc.slow)]
+			t.Cleanup(blocked.Hold(drivetest.OpRead))
 			f.readWithin(t, 20*time.Second, "on the blocked drive")
-			if blocked.reads.Load() == 0 {
+			if blocked.Reads() == 0 {
 				t.Fatal("the blocked drive was never asked: the test proves nothing")
 			}
-			if n := blocked.writes.Load(); n != 0 {
+			if n := blocked.Writes(); n != 0 {
 				t.Fatalf("a fragment that was only late was rewritten %d times", n)
 			}
 		})
@@ -222,10 +160,10 @@ func TestKnownMissingOneRound(t *testing.T) {
 		{"healthy", func(f *stripeFixture) {}, 4},
 		{"drive down in the map", func(f *stripeFixture) { f.m.Drives[2].State = clustermap.StateDown }, 4},
 		{"drive failed in the map", func(f *stripeFixture) { f.m.Drives[0].State = clustermap.StateFailed }, 4},
-		{"fragment missing", func(f *stripeFixture) { delete(f.drives[1].frags, f.key(1)) }, 5},
+		{"fragment missing", func(f *stripeFixture) { f.drives[1].Remove(f.key(1)) }, 5},
 		{"two fragments missing", func(f *stripeFixture) {
-			delete(f.drives[1].frags, f.key(1))
-			delete(f.drives[3].frags, f.key(3))
+			f.drives[1].Remove(f.key(1))
+			f.drives[3].Remove(f.key(3))
 		}, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,11 +173,11 @@ func TestKnownMissingOneRound(t *testing.T) {
 			if err := f.read(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if got := f.drives.reads(); got != tc.want {
+			if got := f.fetches(); got != tc.want {
 				t.Fatalf("%d fragment fetches, want %d (one round)", got, tc.want)
 			}
-			for i, d := range f.m.Drives {
-				if d.State != clustermap.StateUp && f.drives[i].reads.Load() != 0 {
+			for _, d := range f.m.Drives {
+				if d.State != clustermap.StateUp && f.asked(d.ID) {
 					t.Fatalf("drive %v is %s in the map and was asked", d.ID, d.State)
 				}
 			}
@@ -252,19 +190,19 @@ func TestKnownMissingOneRound(t *testing.T) {
 // rewritten with the right bytes.
 func TestReadRepairInBackground(t *testing.T) {
 	f := newStripeFixture(t, 4, 2, Options{})
-	want := f.drives[2].fragment(f.key(2))
-	delete(f.drives[2].frags, f.key(2))
-	f.drives[2].blockWrites = make(chan struct{})
+	want := f.drives[2].Fragment(f.key(2))
+	f.drives[2].Remove(f.key(2))
+	release := f.drives[2].Hold(drivetest.OpWrite)
 	f.readWithin(t, 20*time.Second, "on the read repair")
-	close(f.drives[2].blockWrites)
+	release()
 	deadline := time.Now().Add(20 * time.Second)
-	for f.drives[2].fragment(f.key(2)) == nil {
+	for f.drives[2].Fragment(f.key(2)) == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the lost fragment was never rewritten")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if !bytes.Equal(f.drives[2].fragment(f.key(2)), want) {
+	if !bytes.Equal(f.drives[2].Fragment(f.key(2)), want) {
 		t.Fatal("the repaired fragment differs from the original")
 	}
 }
@@ -279,8 +217,7 @@ func TestRangedReadAroundBlockedDrive(t *testing.T) {
 		prepare func(t *testing.T, f *stripeFixture)
 	}{
 		{"blocked drive", func(t *testing.T, f *stripeFixture) {
-			f.drives[1].blockReads = make(chan struct{})
-			t.Cleanup(func() { close(f.drives[1].blockReads) })
+			t.Cleanup(f.drives[1].Hold(drivetest.OpRead))
 		}},
 		{"drive down in the map", func(t *testing.T, f *stripeFixture) { f.m.Drives[1].State = clustermap.StateDown }},
 	} {
@@ -303,7 +240,7 @@ func TestRangedReadAroundBlockedDrive(t *testing.T) {
 			if !bytes.Equal(dst, f.data[in:in+n]) {
 				t.Fatal("ranged read returned wrong bytes")
 			}
-			if f.m.Drives[1].State != clustermap.StateUp && f.drives[1].reads.Load() != 0 {
+			if f.m.Drives[1].State != clustermap.StateUp && f.asked(1) {
 				t.Fatal("a drive down in the map was asked")
 			}
 		})
