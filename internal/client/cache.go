@@ -3,6 +3,7 @@ package client
 import (
 	"container/list"
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,14 +13,18 @@ import (
 
 // stripeCache keeps up to max whole stripes a handle read or is reading
 // ahead, keyed by stripe and generation, with reads in progress shared.
-// When full it evicts the lowest-numbered stripe: a sequential reader is
-// done with those, while the ones it read ahead may not have been asked
-// for yet (the kernel's READs arrive in any order within its readahead
-// window, so the stripe started first is not the one finished first). It
-// is guarded by the File's mutex; the entries' bytes are read without it
-// (see cacheEntry).
+// When full it evicts, of the stripes a read has taken something from,
+// the least recently used: its reader has moved on. A stripe read ahead
+// and not yet asked for goes only when no other can (and then the one
+// started last, furthest ahead of its reader): with several streams on
+// one file, evicting by position took the read-ahead stripes of the
+// stream lowest in the file before its reader got to them. Readahead
+// starts nothing that would evict such a stripe (room). It is guarded by
+// the File's mutex, as are the entries' used and taken; the entries'
+// bytes are read without it (see cacheEntry).
 type stripeCache struct {
-	max     int
+	max     int // the File sets it from its streams (cacheSizeLocked)
+	tick    uint64
 	entries map[uint64]*cacheEntry
 }
 
@@ -33,6 +38,10 @@ type cacheEntry struct {
 	gen   uint64
 	ready chan struct{}
 	refs  atomic.Int32
+	// used is the cache's tick when a read last took it (or it was
+	// started); taken says a read has (not only readahead).
+	used  uint64
+	taken bool
 
 	b      *stripeBuf // nil after an error
 	pool   *bufPool
@@ -109,6 +118,8 @@ func newStripeCache(n int) *stripeCache {
 func (c *stripeCache) get(s, gen uint64) *cacheEntry {
 	if e := c.entries[s]; e != nil && e.gen == gen {
 		e.ref()
+		c.tick++
+		e.used, e.taken = c.tick, true
 		return e
 	}
 	return nil
@@ -131,25 +142,80 @@ func (c *stripeCache) filled(s, gen uint64) bool {
 	}
 }
 
-// start adds an entry for stripe s that the caller fills. It holds a
-// reference for the cache and one for the filler, which drops it once
-// ready is closed.
-func (c *stripeCache) start(s, gen uint64) *cacheEntry {
+// start adds an entry for stripe s that the caller fills; taken says a
+// read waits for it (else it is read ahead). busy are the stripes the
+// File's streams read next, evicted last. The entry holds a reference for
+// the cache and one for the filler, which drops it once ready is closed.
+func (c *stripeCache) start(s, gen uint64, taken bool, busy []uint64) *cacheEntry {
 	e := newCacheEntry(gen, 2)
+	c.tick++
+	e.used, e.taken = c.tick, taken
 	if old, ok := c.entries[s]; ok {
 		old.unref()
 	}
 	c.entries[s] = e
 	for len(c.entries) > c.max {
-		low := ^uint64(0) // the lowest stripe but the one just started
-		for x := range c.entries {
-			if x != s {
-				low = min(low, x)
-			}
-		}
-		c.drop(low)
+		c.drop(c.victim(s, busy))
 	}
 	return e
+}
+
+// evictRank orders entries for eviction, lowest first: stripes a read has
+// taken that no stream reads next (their readers have moved on), then
+// stripes read ahead and not yet taken, then the stripes streams are in.
+func evictRank(x uint64, e *cacheEntry, busy []uint64) int {
+	switch {
+	case slices.Contains(busy, x):
+		return 2
+	case e.taken:
+		return 0
+	default:
+		return 1
+	}
+}
+
+// victim is the stripe to evict, other than keep: of the lowest evictRank,
+// the least recently used, or of stripes read ahead the one started last
+// (furthest ahead of its reader).
+func (c *stripeCache) victim(keep uint64, busy []uint64) uint64 {
+	var v uint64
+	var ve *cacheEntry
+	vr := 0
+	for x, e := range c.entries {
+		if x == keep {
+			continue
+		}
+		r := evictRank(x, e, busy)
+		older := e.used < ve.usedOr(e.used)
+		if r == 1 {
+			older = e.used > ve.usedOr(e.used)
+		}
+		if ve == nil || r < vr || r == vr && older {
+			v, ve, vr = x, e, r
+		}
+	}
+	return v
+}
+
+func (e *cacheEntry) usedOr(d uint64) uint64 {
+	if e == nil {
+		return d
+	}
+	return e.used
+}
+
+// room reports whether a stripe read ahead can be added without evicting
+// one read ahead and not yet taken, or one a stream is in.
+func (c *stripeCache) room(busy []uint64) bool {
+	if len(c.entries) < c.max {
+		return true
+	}
+	for x, e := range c.entries {
+		if evictRank(x, e, busy) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *stripeCache) drop(s uint64) {

@@ -84,8 +84,11 @@ type Options struct {
 	// doubles with every read that continues it, as the kernel's and
 	// Lustre's readahead ramp up, so a short sequential read does not
 	// pull in the whole window. Disks and virtual disks stream faster with
-	// more reads in flight, so the window is deep. A File's stripe cache holds ReadAhead+StripesInFlight
-	// stripes (k+m fragment buffers each) while it is being read.
+	// more reads in flight, so the window is deep. Each sequential stream
+	// of a File (several readers of one shared file, streams.go) has its
+	// own window; a File's stripe cache holds ReadAhead stripes per
+	// established stream, up to ReadAheadTotal, plus StripesInFlight
+	// (k+m fragment buffers each) while it is being read.
 	ReadAhead int
 	// ReadAheadTotal bounds the stripes that all Files of the client hold
 	// because they were read ahead, until the cache lets them go (default

@@ -35,7 +35,16 @@
 // reads take whole stripes through a small per-File cache of
 // reference-counted stripe buffers, read ahead by a window that starts at
 // 4 stripes and doubles up to Options.ReadAhead; any read finds a stripe
-// the cache holds. A read that overlaps the File's unflushed writes is
+// the cache holds. A File tells apart up to 16 sequential streams
+// (streams.go: several processes reading one shared file, as IOR's N-to-1
+// read and data loaders do, all go through the mount's one File of the
+// inode): a read continues the stream it is nearest to, each stream has
+// its own position, count and read-ahead window, and a read that
+// continues none replaces the least recently used stream. The cache holds
+// a window for each established stream (up to Options.ReadAheadTotal),
+// and evicts stripes that readers have moved past before any stripe read
+// ahead and not yet read, and those before the stripes streams are in. A
+// read that overlaps the File's unflushed writes is
 // done with the mutex held and lays them over the committed bytes.
 // TryReadAt and TryWriteAtFor are the reads and writes that never wait
 // (ErrWouldBlock instead, having changed nothing): the mount serves small

@@ -53,8 +53,7 @@ type File struct {
 		// inflight are full stripes being written in the background.
 		inflight map[uint64]*inflight
 		cache    *stripeCache // committed stripes read whole (sequential reads)
-		next     int64        // offset after the last read, for sequential detection
-		seqs     int          // consecutive sequential reads
+		streams  readStreams  // the sequential readers of the file (streams.go)
 		// mtime, if not 0, is the mtime set explicitly (Setattr) since
 		// the last write: commits keep it instead of taking the time of
 		// the flush (file_attr.go).
@@ -101,6 +100,7 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.wb.shared = c.writeBehind
 	f.wb.idle = sync.NewCond(&f.mu.Mutex)
 	f.mu.cache = newStripeCache(c.opts.ReadAhead + c.opts.StripesInFlight)
+	f.mu.streams.window = seqWindow
 	// A File dropped without Close still gives its read-ahead stripes
 	// back to the client's budget.
 	runtime.AddCleanup(f, (*stripeCache).clear, f.mu.cache)

@@ -113,16 +113,6 @@ func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) 
 	return pl.n, nil
 }
 
-// seqWindow is how far from where the last reads ended a read still counts
-// as part of an established sequential stream. The kernel keeps its
-// readahead window (16 MiB as the mount sets it; read_ahead_kb of the
-// mount's bdi) in flight as parallel READs that arrive in any order. With
-// only the two-stripe test such a stream was taken for random reads,
-// served a shard range at a time without readahead
-// (TestOutOfOrderSequentialReads: 201 range reads of 256 sequential ones
-// arriving out of order within 8 stripes).
-const seqWindow = 64 << 20
-
 // readPlan is a read decided under the mutex and done without it.
 type readPlan struct {
 	n       int  // bytes to read (up to the end of the file)
@@ -149,27 +139,9 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	pl := &readPlan{lay: f.mu.attr.Layout, ino: f.mu.attr.Ino}
 	pl.n = int(min(int64(len(p)), f.mu.size-off))
 	sb := f.stripeBytes()
-	// Sequential: near where the last reads ended (two stripes either
-	// way), which counts towards a stream; or, once two such reads in a
-	// row have established one, anywhere within seqWindow of it, since the
-	// kernel's readahead sends a window of requests in parallel that
-	// arrive in any order. Before that, a read further than two stripes
-	// away resets the count, as any read beyond the window does, so a
-	// random reader is taken for a stream (and has whole stripes read
-	// ahead for it) no more often than with the near test alone.
-	near := off >= f.mu.next-2*sb && off <= f.mu.next+2*sb
-	w := max(2*sb, seqWindow)
-	inWindow := off >= f.mu.next-w && off <= f.mu.next+w
-	sequential := near || inWindow && f.mu.seqs >= 2
-	if sequential {
-		if near {
-			f.mu.seqs++
-		}
-		f.mu.next = max(f.mu.next, off+int64(pl.n))
-	} else {
-		f.mu.seqs = 0
-		f.mu.next = off + int64(pl.n)
-	}
+	// Which sequential stream the read continues, if any (streams.go).
+	st, sequential := f.mu.streams.match(off, off+int64(pl.n), sb)
+	f.mu.cache.max = f.cacheSizeLocked()
 	first, last := uint64(off/sb), uint64((off+int64(pl.n)-1)/sb)
 	for s := first; s <= last; s++ {
 		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
@@ -186,7 +158,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	// whatever the pattern; new whole-stripe reads (and readahead) are
 	// for streams and for reads of half a stripe or more, the rest reads
 	// shard ranges.
-	whole := f.mu.seqs >= 2 || pl.n >= int(sb)/2
+	whole := st.established() || pl.n >= int(sb)/2
 	for s := first; s <= last; s++ {
 		rec := recs[s]
 		if rec.Gen == 0 {
@@ -194,7 +166,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 		}
 		e := f.mu.cache.get(s, rec.Gen)
 		if e == nil && whole {
-			e = f.fillLocked(rec, nil)
+			e = f.fillLocked(rec, nil, true)
 			e.ref() // the cache's own reference keeps e until f.mu is released
 		}
 		if e != nil {
@@ -205,7 +177,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 		}
 	}
 	if whole && sequential {
-		f.readAhead(last+1, sb)
+		f.readAhead(last+1, sb, f.aheadLocked(st))
 	}
 	return pl, nil
 }
@@ -271,9 +243,9 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 
 // fillLocked adds a cache entry for a committed stripe and starts reading
 // the stripe whole into it; release, if not nil, runs when the entry's
-// buffers are let go.
-func (f *File) fillLocked(rec meta.StripeRec, release func()) *cacheEntry {
-	e := f.mu.cache.start(rec.Stripe, rec.Gen)
+// buffers are let go. taken says a read is waiting for it (not readahead).
+func (f *File) fillLocked(rec meta.StripeRec, release func(), taken bool) *cacheEntry {
+	e := f.mu.cache.start(rec.Stripe, rec.Gen, taken, f.mu.streams.busy(f.stripeBytes()))
 	e.release = release
 	f.wholeReads.Add(1)
 	go f.c.fillEntry(context.Background(), e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
@@ -296,14 +268,18 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 	e.unref()
 }
 
-// readAhead starts reading the next stripes in the background: the
-// window (aheadLocked) from stripe from on, as far as the client's
-// read-ahead budget (Options.ReadAheadTotal) allows.
-func (f *File) readAhead(from uint64, sb int64) {
+// readAhead starts reading the next stripes in the background: window
+// stripes from stripe from on (a stream's aheadLocked), as far as the
+// client's read-ahead budget (Options.ReadAheadTotal) allows and the cache
+// has room without letting go of stripes read ahead and not yet read.
+func (f *File) readAhead(from uint64, sb int64, window int) {
 	last := (f.mu.size - 1) / sb
-	for s := from; s < from+uint64(f.aheadLocked()) && int64(s) <= last; s++ {
+	for s := from; s < from+uint64(window) && int64(s) <= last; s++ {
 		if f.heldLocked(s) {
 			continue
+		}
+		if !f.mu.cache.room(f.mu.streams.busy(sb)) {
+			return
 		}
 		recs, err := f.recordsLocked(context.Background(), s, s)
 		if err != nil || recs[s].Gen == 0 {
@@ -314,7 +290,7 @@ func (f *File) readAhead(from uint64, sb int64) {
 		default:
 			return // spent: reads fill what they need themselves
 		}
-		f.fillLocked(recs[s], f.c.aheadDone)
+		f.fillLocked(recs[s], f.c.aheadDone, false)
 	}
 }
 
@@ -322,13 +298,6 @@ func (f *File) readAhead(from uint64, sb int64) {
 // buffered: readahead has nothing to start for it.
 func (f *File) heldLocked(s uint64) bool {
 	return f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil
-}
-
-// aheadLocked is how many stripes the current stream reads ahead: 4 once
-// it is established, doubling with each read that continues it, up to
-// Options.ReadAhead.
-func (f *File) aheadLocked() int {
-	return min(f.c.opts.ReadAhead, 1<<min(max(f.mu.seqs, 2), 20))
 }
 
 // readRange reads bytes [in, in+len(dst)) of a committed stripe by reading

@@ -1,0 +1,166 @@
+package client
+
+// Sequential streams of one File.
+//
+// A File is shared by every reader of its inode (the mount keeps one File
+// per open inode), so several sequential readers of one file (IOR's N-to-1
+// read, data loaders reading one shard each from a shared file, two dd
+// of the two halves) interleave their requests on one File. As ZFS's
+// dmu_zfetch does, the File keeps several streams, each with where it
+// expects its next read, how many reads in a row continued it and its own
+// read-ahead window, and a read continues the stream whose expected
+// position it is nearest; a read that continues none starts a new stream
+// in place of the least recently used one. With one stream per File, two
+// interleaved readers reset each other at every request and were served a
+// shard range at a time, without whole stripes or readahead.
+
+// maxStreams is how many sequential streams a File tracks at once.
+const maxStreams = 16
+
+// seqWindow is how far from where a stream's reads ended a read still
+// counts as part of the established stream. The kernel keeps its
+// readahead window (16 MiB as the mount sets it; read_ahead_kb of the
+// mount's bdi) in flight as parallel READs that arrive in any order. With
+// only the two-stripe test such a stream was taken for random reads,
+// served a shard range at a time without readahead
+// (TestOutOfOrderSequentialReads: 201 range reads of 256 sequential ones
+// arriving out of order within 8 stripes).
+const seqWindow = 64 << 20
+
+// readStream is one sequential reader of a File as the File sees it.
+type readStream struct {
+	next int64  // offset after the furthest read that continued it
+	seqs int    // reads in a row that continued it (near next)
+	used uint64 // readStreams.tick at its last read (least recently used is replaced)
+}
+
+// established reports whether the stream has been continued often enough
+// to read whole stripes and ahead for it.
+func (st *readStream) established() bool { return st.seqs >= 2 }
+
+// readStreams are the sequential streams of a File, guarded by its mutex.
+type readStreams struct {
+	list   []*readStream
+	tick   uint64
+	window int64 // seqWindow; tests set a smaller one
+}
+
+// match files a read of bytes [off, end) under a stream and returns the
+// stream that decides how it is read, and whether the read is sequential
+// (it gets whole stripes and readahead once that stream is established).
+//
+// A read near (two stripes either way) where a stream expects its next
+// read continues it; of several, the nearest. Streams that end up within
+// two stripes of each other are one stream (the readers of a strided
+// layout, or the out-of-order requests of one kernel readahead window) and
+// are merged. A read that is near no stream starts a new one, replacing
+// the least recently used; if it lies within the window of an established
+// stream it is still read as part of that stream (the kernel's readahead
+// requests arrive in any order within its window), without moving it.
+func (rs *readStreams) match(off, end, sb int64) (st *readStream, sequential bool) {
+	rs.tick++
+	near := 2 * sb
+	if st := rs.nearest(off, near, false); st != nil {
+		st.seqs++
+		st.next = max(st.next, end)
+		st.used = rs.tick
+		rs.merge(st, near)
+		return st, true
+	}
+	via := rs.nearest(off, max(near, rs.window), true)
+	if via != nil {
+		via.used = rs.tick
+	}
+	st = rs.add(end)
+	if via != nil {
+		return via, true
+	}
+	return st, false
+}
+
+// nearest returns the stream whose next is closest to off and at most d
+// away (only established ones, if est), or nil.
+func (rs *readStreams) nearest(off, d int64, est bool) *readStream {
+	var best *readStream
+	bestDist := d + 1
+	for _, st := range rs.list {
+		dist := off - st.next
+		if dist < 0 {
+			dist = -dist
+		}
+		if dist < bestDist && (!est || st.established()) {
+			best, bestDist = st, dist
+		}
+	}
+	return best
+}
+
+// merge folds the other streams within d of st into it.
+func (rs *readStreams) merge(st *readStream, d int64) {
+	keep := rs.list[:0]
+	for _, o := range rs.list {
+		if o != st && o.next >= st.next-d && o.next <= st.next+d {
+			st.seqs = max(st.seqs, o.seqs)
+			st.next = max(st.next, o.next)
+			continue
+		}
+		keep = append(keep, o)
+	}
+	clear(rs.list[len(keep):])
+	rs.list = keep
+}
+
+// add starts a stream expecting its next read at next, in place of the
+// least recently used stream if there are maxStreams.
+func (rs *readStreams) add(next int64) *readStream {
+	st := &readStream{next: next, used: rs.tick}
+	if len(rs.list) < maxStreams {
+		rs.list = append(rs.list, st)
+		return st
+	}
+	lru := 0
+	for i, o := range rs.list {
+		if o.used < rs.list[lru].used {
+			lru = i
+		}
+	}
+	rs.list[lru] = st
+	return st
+}
+
+// busy lists the stripes (of sb bytes) the streams read next: the
+// cache keeps them longest.
+func (rs *readStreams) busy(sb int64) []uint64 {
+	out := make([]uint64, 0, len(rs.list))
+	for _, st := range rs.list {
+		out = append(out, uint64(st.next/sb))
+	}
+	return out
+}
+
+// active is how many established streams there are (at least 1): the
+// File's stripe cache holds a read-ahead window for each.
+func (rs *readStreams) active() int {
+	n := 0
+	for _, st := range rs.list {
+		if st.established() {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// aheadLocked is how many stripes stream st reads ahead: 4 once it is
+// established, doubling with each read that continues it, up to
+// Options.ReadAhead.
+func (f *File) aheadLocked(st *readStream) int {
+	return min(f.c.opts.ReadAhead, 1<<min(max(st.seqs, 2), 20))
+}
+
+// cacheSizeLocked is how many stripes f's cache holds: a read-ahead
+// window for each established stream, up to the client's read-ahead
+// budget (Options.ReadAheadTotal), plus StripesInFlight.
+func (f *File) cacheSizeLocked() int {
+	o := f.c.opts
+	return min(f.mu.streams.active()*o.ReadAhead, max(o.ReadAheadTotal, o.ReadAhead)) + o.StripesInFlight
+}

@@ -1,0 +1,115 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"poolfs/internal/client"
+)
+
+// TestSharedFileReaders: 2, 4 and 8 readers of one File (as the mount
+// serves every reader of an inode from one File), each reading its part
+// of the file sequentially in requests of a quarter stripe, in IOR's
+// segmented layout (a contiguous part each) and strided one (the
+// readers' requests interleaved), taking turns or running at once. Every
+// byte is checked, and each reader is served as the sequential stream it
+// is: whole stripes read once into the cache and read ahead, with range
+// reads only for the two requests that start each stream. With one stream
+// per File the readers of a segmented file reset each other at every
+// request and were served a shard range per request.
+func TestSharedFileReaders(t *testing.T) {
+	const (
+		stripe = 4 * 64 << 10 // 4+2, 64 KiB units
+		per    = 12           // stripes per reader
+		xfer   = 64 << 10
+		ahead  = 4
+	)
+	conn := startWith(t, client.Options{ReadAhead: ahead, ReadAheadTotal: 16 * ahead})
+	ctx := context.Background()
+	for _, n := range []int{2, 4, 8} {
+		w, data := written(t, conn, fmt.Sprintf("shared%d", n), n*per*stripe)
+		for _, layout := range []string{"segmented", "strided"} {
+			// offs[r] are reader r's offsets in the order it reads them.
+			offs := make([][]int64, n)
+			for r := range n {
+				for j := range int64(per * stripe / xfer) {
+					if layout == "segmented" {
+						offs[r] = append(offs[r], int64(r)*per*stripe+j*xfer)
+					} else {
+						offs[r] = append(offs[r], (j*int64(n)+int64(r))*xfer)
+					}
+				}
+			}
+			for _, mode := range []string{"turns", "parallel"} {
+				t.Run(fmt.Sprintf("%d/%s/%s", n, layout, mode), func(t *testing.T) {
+					f := reopen(t, conn, w)
+					defer f.Close()
+					// The readers' parts are further apart than the window
+					// in which an established stream takes any read as its
+					// own, as large files' parts are in production.
+					client.SetSeqWindow(f, 8*stripe)
+					got := make([]byte, len(data))
+					read := func(off int64) error {
+						k, err := f.ReadAt(ctx, got[off:off+xfer], off)
+						if err != nil || k != xfer {
+							return fmt.Errorf("read at %d: %d bytes, %v", off, k, err)
+						}
+						return nil
+					}
+					held := 0
+					if mode == "turns" {
+						for j := range offs[0] {
+							for r := range n {
+								if err := read(offs[r][j]); err != nil {
+									t.Fatal(err)
+								}
+								held = max(held, conn.Client.ReadAheadHeld())
+							}
+						}
+					} else {
+						// At once, but kept within a stripe's requests of
+						// each other, as the tasks of an IOR run are (they
+						// run at one rate): readers further apart than the
+						// cache holds read a stripe again.
+						const step = stripe / xfer
+						for j := 0; j < len(offs[0]); j += step {
+							var wg sync.WaitGroup
+							errs := make(chan error, n)
+							for r := range n {
+								wg.Go(func() {
+									for _, off := range offs[r][j : j+step] {
+										if err := read(off); err != nil {
+											errs <- err
+											return
+										}
+									}
+								})
+							}
+							wg.Wait()
+							close(errs)
+							for err := range errs {
+								t.Fatal(err)
+							}
+						}
+					}
+					if !bytes.Equal(got, data) {
+						t.Fatal("content differs")
+					}
+					whole, ranges := f.ReadCounts()
+					t.Logf("%d stripes read whole, %d shard ranges, %d read ahead at most", whole, ranges, held)
+					stripes := int64(n * per)
+					if ranges > int64(2*n) || whole < stripes || whole > stripes+int64(n*ahead) {
+						t.Errorf("read as %d whole stripes and %d shard ranges; want each of the %d stripes read whole (up to %d more read ahead past a reader's part) and at most %d range reads (two per reader)",
+							whole, ranges, stripes, n*ahead, 2*n)
+					}
+					if mode == "turns" && held == 0 {
+						t.Error("nothing was read ahead")
+					}
+				})
+			}
+		}
+	}
+}
