@@ -2,76 +2,15 @@ package fsck
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
-	"poolfs/internal/chunkstore"
-	"poolfs/internal/clustermap"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 )
-
-// memDrive is a drive in memory.
-type memDrive struct {
-	mu    sync.Mutex
-	frags map[erasure.FragmentKey][]byte
-}
-
-var _ chunkstore.Drive = (*memDrive)(nil)
-
-func (m *memDrive) WriteFragment(_ context.Context, k erasure.FragmentKey, b []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.frags[k] = append([]byte(nil), b...)
-	return nil
-}
-
-func (m *memDrive) ReadFragment(_ context.Context, k erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.frags[k]
-	if !ok {
-		return nil, fmt.Errorf("mem %v: %w", k, chunkstore.ErrNotFound)
-	}
-	if n < 0 {
-		n = int64(len(b)) - off
-	}
-	return append(dst[:0], b[off:off+n]...), nil
-}
-
-func (m *memDrive) DeleteFragment(_ context.Context, k erasure.FragmentKey) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.frags, k)
-	return nil
-}
-
-func (m *memDrive) ListFragments(_ context.Context, fn func(erasure.FragmentKey, int64, time.Time) error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, b := range m.frags {
-		if err := fn(k, int64(len(b)), time.Time{}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *memDrive) Stat(context.Context) (chunkstore.Usage, error) { return chunkstore.Usage{}, nil }
-
-type memDrives map[placement.DriveID]*memDrive
-
-func (d memDrives) Drive(_ *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
-	if m, ok := d[id]; ok {
-		return m, nil
-	}
-	return nil, fmt.Errorf("no drive %v", id)
-}
 
 // memStore is the metadata of files in one directory, in memory.
 type memStore struct {
@@ -132,7 +71,7 @@ func (s *memStore) RestoreStripe(_ context.Context, ino meta.Ino, rec meta.Strip
 // put writes fragments idxs of generation gen of a 2+1 stripe (shards of
 // 4096 bytes, 8192 user bytes) to drives idx%4; corrupt ones get a data
 // byte flipped after sealing.
-func put(d memDrives, ino, stripe, gen uint64, idxs []int, corrupt ...int) {
+func put(d drivetest.Drives, ino, stripe, gen uint64, idxs []int, corrupt ...int) {
 	for _, i := range idxs {
 		key := erasure.FragmentKey{Ino: ino, Stripe: stripe, Gen: gen, Index: uint8(i)}
 		buf := make([]byte, erasure.FragmentSize(4096))
@@ -143,6 +82,6 @@ func put(d memDrives, ino, stripe, gen uint64, idxs []int, corrupt ...int) {
 		if slices.Contains(corrupt, i) {
 			buf[erasure.HeaderSize(4096)+7] ^= 1
 		}
-		d[placement.DriveID(i)].WriteFragment(context.Background(), key, buf) //nolint:errcheck
+		d[placement.DriveID(i)].Put(key, buf)
 	}
 }

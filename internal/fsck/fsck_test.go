@@ -5,21 +5,20 @@ import (
 	"strings"
 	"testing"
 
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
-	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 )
 
 // testCluster is one 2+1 pool of four drives in memory, and file 10 of
 // three stripes (8192 bytes each) with no records yet.
-func testCluster() (*Checker, *memStore, memDrives) {
-	drives := memDrives{}
+func testCluster() (*Checker, *memStore, drivetest.Drives) {
+	drives := drivetest.NewDrives(4)
 	m := &clustermap.Map{Name: "t", Servers: []clustermap.Server{{ID: "s0", Addr: "x"}}}
 	var ids []placement.DriveID
 	for i := 0; i < 4; i++ {
 		id := placement.DriveID(i)
-		drives[id] = &memDrive{frags: map[erasure.FragmentKey][]byte{}}
 		ids = append(ids, id)
 		m.Drives = append(m.Drives, clustermap.Drive{ID: id, Server: "s0", State: clustermap.StateUp, Capacity: 1 << 30})
 	}
