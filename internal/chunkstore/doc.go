@@ -3,8 +3,10 @@
 // erasure (a 4096-aligned header plus data padded to 4096), named by an
 // erasure.FragmentKey. Drive is the small interface shared by the local
 // implementation (LocalDrive, a directory in one of two formats), the
-// storage server's RPC client and the emulation wrappers Throttle and
-// WithFaults.
+// storage server's RPC client, the emulation wrappers Throttle and
+// WithFaults, and MemDrive, which keeps fragments in memory for tests
+// (package drivetest adds the faults and counters that tests of the
+// layers above need).
 //
 // # Formats
 //

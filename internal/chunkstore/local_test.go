@@ -110,46 +110,53 @@ func files(t testing.TB, d *LocalDrive) *fileDrive {
 func TestRoundTrip(t *testing.T) {
 	forEachMode(t, func(t *testing.T, newDir func(t *testing.T) string, opts Options) {
 		d := openTest(t, newDir(t), opts)
-		for i, size := range []int{4096, 1<<20 + 4096, 4 << 20} {
-			for _, aligned := range []bool{true, false} {
-				k := key(i*2 + map[bool]int{true: 0, false: 1}[aligned])
-				want := pattern(size, uint64(size))
-				src := want
-				if aligned {
-					src = AlignedBuffer(size)
-					copy(src, want)
-				} else {
-					src = make([]byte, size+1)[1:] // deliberately misaligned
-					copy(src, want)
-				}
-				if err := d.WriteFragment(ctx, k, src); err != nil {
-					t.Fatal(err)
-				}
-				got, err := d.ReadFragment(ctx, k, 0, -1, nil)
-				if err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("size %d: whole read mismatch (err %v)", size, err)
-				}
-				// Ranges into aligned, unaligned and too-small dst.
-				for _, dst := range [][]byte{nil, AlignedBuffer(size), make([]byte, size+1)[1:]} {
-					off, n := int64(size/2)&^(Align-1), int64(Align)
-					got, err := d.ReadFragment(ctx, k, off, n, dst)
-					if err != nil || !bytes.Equal(got, want[off:off+n]) {
-						t.Fatalf("size %d: range read mismatch (err %v)", size, err)
-					}
-					if cap(dst) >= int(n) && &got[0] != &dst[0] {
-						t.Fatalf("read did not use dst")
-					}
-					got, err = d.ReadFragment(ctx, k, off, -1, dst)
-					if err != nil || !bytes.Equal(got, want[off:]) {
-						t.Fatalf("size %d: tail read mismatch (err %v)", size, err)
-					}
-				}
-			}
-		}
+		testRoundTrip(t, d)
 		if opts.DirectIO {
 			t.Logf("O_DIRECT active after writes: %v", d.DirectIO())
 		}
 	})
+}
+
+// testRoundTrip writes fragments of several sizes from aligned and
+// unaligned buffers to d and reads them back whole and in ranges, into
+// dst buffers of every kind. Every Drive passes it.
+func testRoundTrip(t *testing.T, d Drive) {
+	for i, size := range []int{4096, 1<<20 + 4096, 4 << 20} {
+		for _, aligned := range []bool{true, false} {
+			k := key(i*2 + map[bool]int{true: 0, false: 1}[aligned])
+			want := pattern(size, uint64(size))
+			src := want
+			if aligned {
+				src = AlignedBuffer(size)
+				copy(src, want)
+			} else {
+				src = make([]byte, size+1)[1:] // deliberately misaligned
+				copy(src, want)
+			}
+			if err := d.WriteFragment(ctx, k, src); err != nil {
+				t.Fatal(err)
+			}
+			got, err := d.ReadFragment(ctx, k, 0, -1, nil)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("size %d: whole read mismatch (err %v)", size, err)
+			}
+			// Ranges into aligned, unaligned and too-small dst.
+			for _, dst := range [][]byte{nil, AlignedBuffer(size), make([]byte, size+1)[1:]} {
+				off, n := int64(size/2)&^(Align-1), int64(Align)
+				got, err := d.ReadFragment(ctx, k, off, n, dst)
+				if err != nil || !bytes.Equal(got, want[off:off+n]) {
+					t.Fatalf("size %d: range read mismatch (err %v)", size, err)
+				}
+				if cap(dst) >= int(n) && &got[0] != &dst[0] {
+					t.Fatalf("read did not use dst")
+				}
+				got, err = d.ReadFragment(ctx, k, off, -1, dst)
+				if err != nil || !bytes.Equal(got, want[off:]) {
+					t.Fatalf("size %d: tail read mismatch (err %v)", size, err)
+				}
+			}
+		}
+	}
 }
 
 func TestDirectFallback(t *testing.T) {
@@ -217,6 +224,25 @@ func testErrors(t *testing.T, opts Options) {
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), key(9).String()) {
 		t.Fatalf("want ErrNotFound naming drive and key, got %v", err)
 	}
+	testInvalid(t, d)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := d.WriteFragment(cctx, key(3), make([]byte, Align)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled ctx: %v", err)
+	}
+	if _, err := Open(dir, Options{}); err == nil {
+		t.Fatal("second Open of a locked drive succeeded")
+	}
+	d.Close()
+	if err := d.WriteFragment(ctx, key(3), make([]byte, Align)); !errors.Is(err, ErrFailed) {
+		t.Fatalf("write after Close: %v", err)
+	}
+}
+
+// testInvalid checks that d, an empty drive, refuses unaligned and
+// out-of-range writes and reads with ErrInvalid, storing nothing. Every
+// Drive passes it.
+func testInvalid(t *testing.T, d Drive) {
 	if err := d.WriteFragment(ctx, key(1), pattern(2*Align, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -248,62 +274,55 @@ func testErrors(t *testing.T, opts Options) {
 	if u, _ := d.Stat(ctx); u.Fragments != 1 || u.Used != 2*Align {
 		t.Fatalf("usage after invalid writes: %+v", u)
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := d.WriteFragment(cctx, key(3), make([]byte, Align)); !errors.Is(err, context.Canceled) {
-		t.Fatalf("canceled ctx: %v", err)
-	}
-	if _, err := Open(dir, Options{}); err == nil {
-		t.Fatal("second Open of a locked drive succeeded")
-	}
-	d.Close()
-	if err := d.WriteFragment(ctx, key(3), make([]byte, Align)); !errors.Is(err, ErrFailed) {
-		t.Fatalf("write after Close: %v", err)
-	}
 }
 
 func TestDeleteListUsage(t *testing.T) {
 	forEachMode(t, func(t *testing.T, newDir func(t *testing.T) string, opts Options) {
 		opts.Capacity = 10 * Align
-		d := openTest(t, newDir(t), opts)
-		want := map[erasure.FragmentKey]int64{}
-		for i := range 4 {
-			size := (i + 1) * Align
-			if err := d.WriteFragment(ctx, key(i), pattern(size, uint64(i))); err != nil {
-				t.Fatal(err)
-			}
-			want[key(i)] = int64(size)
-		}
-		// 1+2+3+4 = 10 blocks: full. Another block is refused before writing.
-		if err := d.WriteFragment(ctx, key(9), make([]byte, Align)); !errors.Is(err, ErrFull) {
-			t.Fatalf("want ErrFull, got %v", err)
-		}
-		if _, err := d.ReadFragment(ctx, key(9), 0, -1, nil); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("refused write left a fragment: %v", err)
-		}
-		checkUsage(t, d, Usage{Capacity: 10 * Align, Used: 10 * Align, Fragments: 4})
-		if err := d.DeleteFragment(ctx, key(1)); err != nil {
-			t.Fatal(err)
-		}
-		// Rewriting a key (a retry) replaces it without double counting.
-		if err := d.WriteFragment(ctx, key(0), pattern(Align, 0)); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.DeleteFragment(ctx, key(1)); err != nil {
-			t.Fatalf("deleting a missing fragment: %v", err)
-		}
-		delete(want, key(1))
-		checkUsage(t, d, Usage{Capacity: 10 * Align, Used: 8 * Align, Fragments: 3})
-		if _, err := d.ReadFragment(ctx, key(1), 0, -1, nil); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("deleted fragment readable: %v", err)
-		}
-		checkList(t, d, want)
-		stop := errors.New("stop")
-		calls := 0
-		if err := d.ListFragments(ctx, func(erasure.FragmentKey, int64, time.Time) error { calls++; return stop }); err != stop || calls != 1 {
-			t.Fatalf("list did not stop at fn error: %v after %d calls", err, calls)
-		}
+		testDeleteListUsage(t, openTest(t, newDir(t), opts))
 	})
+}
+
+// testDeleteListUsage fills d, an empty drive of 10 blocks, deletes,
+// rewrites, lists and checks its usage. Every Drive passes it.
+func testDeleteListUsage(t *testing.T, d Drive) {
+	want := map[erasure.FragmentKey]int64{}
+	for i := range 4 {
+		size := (i + 1) * Align
+		if err := d.WriteFragment(ctx, key(i), pattern(size, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		want[key(i)] = int64(size)
+	}
+	// 1+2+3+4 = 10 blocks: full. Another block is refused before writing.
+	if err := d.WriteFragment(ctx, key(9), make([]byte, Align)); !errors.Is(err, ErrFull) {
+		t.Fatalf("want ErrFull, got %v", err)
+	}
+	if _, err := d.ReadFragment(ctx, key(9), 0, -1, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("refused write left a fragment: %v", err)
+	}
+	checkUsage(t, d, Usage{Capacity: 10 * Align, Used: 10 * Align, Fragments: 4})
+	if err := d.DeleteFragment(ctx, key(1)); err != nil {
+		t.Fatal(err)
+	}
+	// Rewriting a key (a retry) replaces it without double counting.
+	if err := d.WriteFragment(ctx, key(0), pattern(Align, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DeleteFragment(ctx, key(1)); err != nil {
+		t.Fatalf("deleting a missing fragment: %v", err)
+	}
+	delete(want, key(1))
+	checkUsage(t, d, Usage{Capacity: 10 * Align, Used: 8 * Align, Fragments: 3})
+	if _, err := d.ReadFragment(ctx, key(1), 0, -1, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted fragment readable: %v", err)
+	}
+	checkList(t, d, want)
+	stop := errors.New("stop")
+	calls := 0
+	if err := d.ListFragments(ctx, func(erasure.FragmentKey, int64, time.Time) error { calls++; return stop }); err != stop || calls != 1 {
+		t.Fatalf("list did not stop at fn error: %v after %d calls", err, calls)
+	}
 }
 
 func checkUsage(t *testing.T, d Drive, want Usage) {
@@ -377,7 +396,13 @@ func TestConcurrent(t *testing.T) {
 
 func testConcurrent(t *testing.T, opts Options) {
 	opts.DirectIO = true
-	d := openTest(t, t.TempDir(), opts)
+	testConcurrentOn(t, openTest(t, t.TempDir(), opts))
+}
+
+// testConcurrentOn writes, reads back and deletes fragments of d, an empty
+// drive, from many goroutines and checks the usage after. Every Drive
+// passes it.
+func testConcurrentOn(t *testing.T, d Drive) {
 	const workers, per = 16, 8
 	var wg sync.WaitGroup
 	for w := range workers {

@@ -6,72 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"poolfs/internal/erasure"
 )
 
-// memDrive is an in-memory Drive for testing wrappers without disk noise.
-type memDrive struct {
-	mu     sync.Mutex
-	frags  map[erasure.FragmentKey][]byte
-	mtimes map[erasure.FragmentKey]time.Time
-}
-
-func newMemDrive() *memDrive {
-	return &memDrive{frags: map[erasure.FragmentKey][]byte{}, mtimes: map[erasure.FragmentKey]time.Time{}}
-}
-
-func (m *memDrive) WriteFragment(_ context.Context, k erasure.FragmentKey, b []byte) error {
-	if err := checkFragLen(len(b)); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.frags[k] = append([]byte(nil), b...)
-	m.mtimes[k] = time.Now()
-	return nil
-}
-
-func (m *memDrive) ReadFragment(_ context.Context, k erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.frags[k]
-	if !ok {
-		return nil, fmt.Errorf("mem %v: %w", k, ErrNotFound)
-	}
-	if n < 0 {
-		n = int64(len(b)) - off
-	}
-	return append(dst[:0], b[off:off+n]...), nil
-}
-
-func (m *memDrive) DeleteFragment(_ context.Context, k erasure.FragmentKey) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.frags, k)
-	return nil
-}
-
-func (m *memDrive) ListFragments(_ context.Context, fn func(erasure.FragmentKey, int64, time.Time) error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, b := range m.frags {
-		if err := fn(k, int64(len(b)), m.mtimes[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *memDrive) Stat(context.Context) (Usage, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	u := Usage{Capacity: 1 << 40, Fragments: int64(len(m.frags))}
-	for _, b := range m.frags {
-		u.Used += int64(len(b))
-	}
-	return u, nil
-}
+func newMemDrive() *MemDrive { return NewMemDrive("mem", 1<<40) }
 
 // manualClock is virtual time: Sleep advances it to the sleeper's deadline,
 // so concurrent sleepers end at the latest deadline.
@@ -110,7 +47,7 @@ func TestModels(t *testing.T) {
 		t.Fatalf("scaled 1 MiB takes %v, want %v", got, want)
 	}
 	t.Logf("hdd-7200: 1 MiB write %v, 4 KiB read %v", m.service(1<<20, m.WriteBW), m.service(4096, m.ReadBW))
-	if d := Throttle(newMemDrive(), SpeedModel{Name: "none"}, nil); fmt.Sprintf("%T", d) != "*chunkstore.memDrive" {
+	if d := Throttle(newMemDrive(), SpeedModel{Name: "none"}, nil); fmt.Sprintf("%T", d) != "*chunkstore.MemDrive" {
 		t.Fatalf("model none wraps: %T", d)
 	}
 }

@@ -5,12 +5,13 @@
 // observations such tests need, and Drives, a set of them resolved by ID as
 // a storage dialer resolves remote drives. It is used by tests only.
 //
-// A Drive checks its arguments as a real drive does (fragment lengths and
-// read ranges aligned to chunkstore.Align, else chunkstore.ErrInvalid;
-// a missing fragment is chunkstore.ErrNotFound; a write beyond the
-// capacity is chunkstore.ErrFull and stores nothing), and copies what it is
-// given and what it returns, so that a test sees the data path's buffer
-// ownership mistakes as wrong bytes rather than passing by aliasing.
+// A Drive stores its fragments in a chunkstore.MemDrive, which checks its
+// arguments as a real drive does (fragment lengths and read ranges aligned
+// to chunkstore.Align, else chunkstore.ErrInvalid; a missing fragment is
+// chunkstore.ErrNotFound; a write beyond the capacity is
+// chunkstore.ErrFull and stores nothing), and copies what it is given and
+// what it returns, so that a test sees the data path's buffer ownership
+// mistakes as wrong bytes rather than passing by aliasing.
 //
 // Faults, in the order a call meets them:
 //
@@ -23,8 +24,9 @@
 // Every call is counted when it is made (Reads, Writes, Deletes), whatever
 // its outcome; bytes are counted when a call succeeds (BytesRead,
 // BytesWritten). Put, Remove, Fragment and Corrupt reach the stored
-// fragments directly, past faults and counters: a test seeds a drive and
-// damages fragments at rest with them.
+// fragments directly, past faults, holds and counters (though what they
+// store counts in Stat's Written): a test seeds a drive and damages
+// fragments at rest with them.
 //
 // A Drives set refuses, at once and with chunkstore.ErrOffline, a drive
 // the map says is not up, as the client's drives (mgmt.ReportingDrives)

@@ -2,6 +2,7 @@ package drivetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,8 @@ const (
 // concurrent use.
 type Drive struct {
 	*chunkstore.FaultyDrive
-	mem *memStore
+	mem  *chunkstore.MemDrive
+	name string
 
 	reads, writes, deletes  atomic.Int64
 	bytesRead, bytesWritten atomic.Int64
@@ -56,8 +58,8 @@ func New(name string) *Drive { return NewWithCapacity(name, DefaultCapacity) }
 // chunkstore.ErrFull once its fragments would take more than capacity
 // bytes.
 func NewWithCapacity(name string, capacity int64) *Drive {
-	mem := newMemStore(name, capacity)
-	return &Drive{FaultyDrive: chunkstore.WithFaults(mem), mem: mem}
+	mem := chunkstore.NewMemDrive(name, capacity)
+	return &Drive{FaultyDrive: chunkstore.WithFaults(mem), mem: mem, name: name}
 }
 
 // Hold makes every call of the operations ops that follows wait, whatever
@@ -108,7 +110,7 @@ func (d *Drive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag
 	err := d.mu.failWrites
 	d.mu.Unlock()
 	if err != nil {
-		return d.mem.errorf("write", key, err)
+		return fmt.Errorf("drive %s: write fragment %v: injected fault: %w", d.name, key, err)
 	}
 	if err := d.FaultyDrive.WriteFragment(ctx, key, frag); err != nil {
 		return err
@@ -158,26 +160,49 @@ func (d *Drive) BytesWritten() int64 { return d.bytesWritten.Load() }
 // said it was not up.
 func (d *Drive) Refused() int64 { return d.refused.Load() }
 
-// Put stores a copy of frag under key, past faults, holds, counters and
-// the capacity: the fragment a test starts with.
+// Put stores a copy of frag under key, past faults, holds and counters:
+// the fragment a test starts with. It panics if the memory drive refuses
+// it (a length that is not a positive multiple of chunkstore.Align, or a
+// full drive): a mistake of the test.
 func (d *Drive) Put(key erasure.FragmentKey, frag []byte) {
-	_ = d.mem.put(key, frag, false) // an unchecked put does not fail
+	if err := d.mem.WriteFragment(context.Background(), key, frag); err != nil {
+		panic(err)
+	}
 }
 
 // Remove deletes the fragment key, past faults, holds and counters, and
 // reports whether it was there: a fragment lost at rest.
-func (d *Drive) Remove(key erasure.FragmentKey) bool { return d.mem.remove(key) }
+func (d *Drive) Remove(key erasure.FragmentKey) bool {
+	ok := d.Fragment(key) != nil
+	_ = d.mem.DeleteFragment(context.Background(), key) // fails only on a canceled context
+	return ok
+}
 
 // Fragment returns a copy of the stored fragment key, or nil if there is
 // none, past faults, holds and counters.
-func (d *Drive) Fragment(key erasure.FragmentKey) []byte { return d.mem.fragment(key) }
+func (d *Drive) Fragment(key erasure.FragmentKey) []byte {
+	b, err := d.mem.ReadFragment(context.Background(), key, 0, -1, nil)
+	if err != nil {
+		return nil
+	}
+	return b
+}
 
 // Corrupt flips one bit (bit%8) of byte off of the stored fragment key: a
 // fragment damaged at rest, which every later read returns. It fails with
 // chunkstore.ErrNotFound if there is no such fragment and with
 // chunkstore.ErrInvalid if off is outside it.
 func (d *Drive) Corrupt(key erasure.FragmentKey, off int, bit uint) error {
-	return d.mem.corrupt(key, off, bit)
+	b, err := d.mem.ReadFragment(context.Background(), key, 0, -1, nil)
+	if err != nil {
+		return err
+	}
+	if off < 0 || off >= len(b) {
+		return fmt.Errorf("drive %s: corrupt fragment %v: %w: byte %d outside the fragment of %d bytes",
+			d.name, key, chunkstore.ErrInvalid, off, len(b))
+	}
+	b[off] ^= 1 << (bit % 8)
+	return d.mem.WriteFragment(context.Background(), key, b)
 }
 
 // Keys returns the keys of the stored fragments, in no particular order.
