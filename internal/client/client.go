@@ -48,6 +48,11 @@ type Stripes interface {
 	// DropStripes removes the committed stripes in [first, last] (a hole
 	// punched in the file; see meta.Store.DropStripes).
 	DropStripes(ctx context.Context, ino meta.Ino, first, last uint64) (meta.Attr, error)
+	// CommitDeltas commits log stripes and their delta extents
+	// (meta.Store.CommitDeltas); FoldStripes commits generations that
+	// fold a stripe's extents in (meta.Store.FoldStripes).
+	CommitDeltas(ctx context.Context, ino meta.Ino, logs []meta.LogCommit, mtime int64) (meta.Attr, error)
+	FoldStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit) error
 }
 
 // Meta is everything the client needs from the metadata service.

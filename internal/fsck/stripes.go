@@ -31,7 +31,9 @@ func (r *run) checkFile(ctx context.Context, p string, ino meta.Ino) error {
 	var sum uint64
 	for _, rec := range recs {
 		have[rec.Stripe] = rec
-		sum += uint64(rec.Len)
+		if !meta.IsLogStripe(rec.Stripe) { // a log stripe's bytes are counted in the stripes its extents update
+			sum += uint64(rec.Len)
+		}
 		r.rep.Stripes++
 		r.markSeen(sid{ino, rec.Stripe}, rec.Gen)
 		k, m := rec.Scheme(a.Layout.K)

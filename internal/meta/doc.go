@@ -52,6 +52,9 @@
 //	b <name>                      blob: version:8, data
 //	e <seq:8>                     event
 //	x <ino:8> <name>              extended attribute value
+//	D <ino:8> <stripe:8> <seq:8>  delta extent: bytes of a stripe held in
+//	                              a log stripe (deltas.go)
+//	L <ino:8> <log:8>             bytes the extents in a log stripe reference
 //
 // Values use a versioned compact binary encoding (codec.go) whose
 // decoders are fuzzed. Stripe records (format 3) end with a CRC32C of
@@ -87,6 +90,24 @@
 // way, and ReplaceStripeDrives moves fragments of a committed generation
 // (rebuild) with a compare-and-set on its generation.
 //
+// # Delta extents
+//
+// A write that covers part of a committed stripe can be committed without
+// rewriting the stripe (deltas.go): its bytes go into a log stripe, an
+// ordinary stripe record numbered from LogStripeBase on, and CommitDeltas
+// records a delta extent per piece, with compare-and-set on the
+// generation of every stripe it updates. Stripes returns each record with
+// its extents (StripeRec.Deltas, commit order) and their log stripes'
+// records; a stripe's content is its generation's bytes with the extents
+// copied over in turn. Any commit that replaces a generation deletes its
+// extents in the same transaction, and StripeCommit.Deltas makes that a
+// compare-and-set too: a writer that read the stripe with extents up to
+// sequence q fails with a conflict if a later one was committed since
+// (FoldStripes commits such a fold without touching size or times). A log
+// stripe whose extents are all gone is dropped to the GC queue in the
+// transaction that deleted the last one. docs/small-writes.md describes the
+// whole design.
+//
 // A stripe record carries its own scheme: StripeRec.K data fragments, the
 // rest of its drives parity (record format 2). It may be narrower than the
 // file's layout, never wider: a small file's stripe 0 is a mirror (K = 1)
@@ -107,10 +128,14 @@
 //   - Pool usage is the sum of ShardSize x len(Drives) over the committed
 //     stripe records of the pool.
 //   - A regular file's Stored is the sum of Len over its committed stripe
-//     records (what st_blocks reports), kept by CommitStripes, truncates,
+//     records other than log stripes (what st_blocks reports), kept by CommitStripes, truncates,
 //     DropStripes and unlink in the same transactions; records of files
 //     whose stripes last changed before the count existed carry no count
 //     (Stored reads as Size) until their next such transaction counts them.
+//   - Every delta extent applies over its stripe's committed generation
+//     and lies within it and its log stripe; every log stripe has an L
+//     count equal to the bytes its extents reference, and that count is
+//     above 0 (deltas.go).
 //   - Every generation that was committed and is no longer reachable has a
 //     GC queue item, written in the transaction that unlinked it.
 //   - Inode numbers and GC sequence numbers are never reused. They come

@@ -303,7 +303,7 @@ func (s *Store) RestoreStripe(ctx context.Context, ino Ino, rec StripeRec, oldGe
 		if err := u.flush(o); err != nil {
 			return err
 		}
-		recs, err := o.scanStripes(ino, 0, math.MaxUint64)
+		recs, err := o.scanStripes(ino, 0, LogStripeBase-1)
 		if err != nil {
 			return err
 		}

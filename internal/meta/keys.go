@@ -17,6 +17,8 @@ const (
 	pBlob    = 'b' // b name                         -> version, data
 	pEvent   = 'e' // e seq                          -> event record
 	pXattr   = 'x' // x ino name                     -> xattr value
+	pDelta   = 'D' // D ino stripe seq               -> delta extent
+	pLogLive = 'L' // L ino logstripe                -> bytes its extents reference
 )
 
 // Counter names (keys are pCounter + name).
@@ -58,6 +60,19 @@ func stripeKey(ino Ino, stripe uint64) []byte {
 
 // stripeFromKey returns the stripe number of a stripe key.
 func stripeFromKey(k []byte) uint64 { return binary.BigEndian.Uint64(k[9:]) }
+
+func deltaKey(ino Ino, stripe, seq uint64) []byte {
+	return u64(u64(u64(append(make([]byte, 0, 25), pDelta), uint64(ino)), stripe), seq)
+}
+
+// deltaStripeKey is the prefix of the delta extents of one stripe.
+func deltaStripeKey(ino Ino, stripe uint64) []byte {
+	return u64(u64(append(make([]byte, 0, 17), pDelta), uint64(ino)), stripe)
+}
+
+func logLiveKey(ino Ino, log uint64) []byte {
+	return u64(u64(append(make([]byte, 0, 17), pLogLive), uint64(ino)), log)
+}
 
 func pgPrefix(pool, pg uint32) []byte { return u32(u32([]byte{pPG}, pool), pg) }
 

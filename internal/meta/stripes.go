@@ -10,8 +10,11 @@ import (
 const NoDrive = math.MaxUint32
 
 // Stripes returns the committed stripe records of file ino with stripe
-// numbers in [first, last], ascending; stripes never written (holes) are
-// absent. The caller owns the result. Errors: ErrNotFound.
+// numbers in [first, last], ascending, each with its delta extents
+// (StripeRec.Deltas); stripes never written (holes) are absent. Log
+// stripes (numbered from LogStripeBase on) are listed when the range
+// reaches them. The caller owns the result. Errors: ErrNotFound,
+// ErrCorrupt.
 func (s *Store) Stripes(ctx context.Context, ino Ino, first, last uint64) ([]StripeRec, error) {
 	var out []StripeRec
 	err := s.view(ctx, func(o *op) error {
@@ -20,6 +23,9 @@ func (s *Store) Stripes(ctx context.Context, ino Ino, first, last uint64) ([]Str
 			return err
 		}
 		recs, err := o.scanStripes(ino, first, last)
+		if err == nil {
+			err = o.attachDeltas(ino, recs, first, last)
+		}
 		for _, r := range recs {
 			out = append(out, r.StripeRec)
 		}
@@ -64,76 +70,27 @@ func (o *op) stripe(ino Ino, stripe uint64) (storedStripe, bool, error) {
 
 // CommitStripes makes new stripe generations of file ino visible, all or
 // nothing. For each commit the stripe's current generation (0: none) must
-// equal OldGen, else it returns a *ConflictError naming every stale stripe
-// and changes nothing. Each Rec.Gen must be greater than its OldGen and
-// Drives must have the file layout's width. On success the old generations
-// go to the GC queue, the PG index and the pool usage follow, the size
-// becomes max(size, newSize), mtime becomes mtime (0: now) and ctime now.
-// If the pool has a limit and the commit would grow its usage beyond it,
-// it returns ErrPoolFull and changes nothing. Other errors: ErrNotFound,
-// ErrIsDir, ErrInvalid.
+// equal OldGen, and its delta extents must be those the writer saw
+// (StripeCommit.Deltas), else it returns a *ConflictError naming every
+// stale stripe and changes nothing. Each Rec.Gen must be greater than its
+// OldGen and Drives must have the file layout's width. On success the old
+// generations go to the GC queue, the stripes' delta extents are deleted
+// (log stripes they empty go to the GC queue too), the PG index and the
+// pool usage follow, the size becomes max(size, newSize), mtime becomes
+// mtime (0: now) and ctime now. If the pool has a limit and the commit
+// would grow its usage beyond it, it returns ErrPoolFull and changes
+// nothing. Other errors: ErrNotFound, ErrIsDir, ErrInvalid.
 func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeCommit, newSize uint64, mtime int64) (Attr, error) {
 	if err := checkCommits(commits); err != nil {
 		return Attr{}, fmt.Errorf("commit stripes of %d: %w", ino, err)
 	}
 	var a Attr
 	err := s.update(ctx, func(o *op) error {
-		n, err := o.file(ino)
+		n, err := o.commitStripes(ino, commits)
 		if err != nil {
 			return err
 		}
-		if err := o.countStored(&n); err != nil {
-			return err
-		}
-		olds := make([]storedStripe, len(commits))
-		var conflicts []uint64
-		for i, c := range commits {
-			if err := c.Rec.fits(n.Layout); err != nil {
-				return err
-			}
-			old, ok, err := o.stripe(ino, c.Rec.Stripe)
-			if err != nil {
-				return err
-			}
-			if !ok && c.OldGen != 0 || ok && old.Gen != c.OldGen {
-				conflicts = append(conflicts, c.Rec.Stripe)
-			}
-			olds[i] = old
-		}
-		if conflicts != nil {
-			return newConflict(ino, conflicts)
-		}
-		var grow int64
-		u := o.usage(ino, commits[0].Rec.Stripe)
-		for i, c := range commits {
-			rec := storedStripe{StripeRec: c.Rec, Pool: n.Layout.Pool}
-			rec.Drives = append([]uint32(nil), c.Rec.Drives...)
-			if olds[i].Gen != 0 {
-				if err := o.dropStripe(ino, &olds[i], u); err != nil {
-					return err
-				}
-				if olds[i].Pool == rec.Pool {
-					grow -= olds[i].raw()
-				}
-			}
-			if err := o.tx.Put(stripeKey(ino, rec.Stripe), encodeStripe(ino, &rec)); err != nil {
-				return err
-			}
-			if err := o.tx.Put(pgKey(rec.Pool, rec.PG, StripeRef{ino, rec.Stripe, rec.Gen}), []byte{}); err != nil {
-				return err
-			}
-			u.add(rec.Pool, rec.raw())
-			grow += rec.raw()
-			n.Stored += uint64(rec.Len) - uint64(olds[i].Len) // olds[i].Len is 0 if none
-		}
-		if err := o.checkLimit(n.Layout.Pool, grow); err != nil {
-			return err
-		}
-		if err := u.flush(o); err != nil {
-			return err
-		}
 		n.Size = max(n.Size, newSize)
-		n.clean &^= cleanNoStripes
 		n.Mtime, n.Ctime = o.now, o.now
 		if mtime != 0 {
 			n.Mtime = mtime
@@ -147,6 +104,96 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 	return a, nil
 }
 
+// FoldStripes is CommitStripes for new generations that hold the same
+// content as the old ones with their delta extents (a fold): size, mtime
+// and ctime stay. Errors as CommitStripes.
+func (s *Store) FoldStripes(ctx context.Context, ino Ino, commits []StripeCommit) error {
+	if err := checkCommits(commits); err != nil {
+		return fmt.Errorf("fold stripes of %d: %w", ino, err)
+	}
+	err := s.update(ctx, func(o *op) error {
+		n, err := o.commitStripes(ino, commits)
+		if err != nil {
+			return err
+		}
+		return o.putInode(&n)
+	})
+	if err != nil {
+		return fmt.Errorf("fold %d stripes of %d: %w", len(commits), ino, err)
+	}
+	return nil
+}
+
+// commitStripes is the body of CommitStripes and FoldStripes: it returns
+// the inode with Stored updated, for the caller to finish and store.
+func (o *op) commitStripes(ino Ino, commits []StripeCommit) (inode, error) {
+	n, err := o.file(ino)
+	if err != nil {
+		return n, err
+	}
+	if err := o.countStored(&n); err != nil {
+		return n, err
+	}
+	olds := make([]storedStripe, len(commits))
+	var conflicts []uint64
+	for i, c := range commits {
+		if err := c.Rec.fits(n.Layout); err != nil {
+			return n, err
+		}
+		old, ok, err := o.stripe(ino, c.Rec.Stripe)
+		if err != nil {
+			return n, err
+		}
+		if !ok && c.OldGen != 0 || ok && old.Gen != c.OldGen {
+			conflicts = append(conflicts, c.Rec.Stripe)
+		} else if ok && c.Deltas != FoldAll {
+			ds, err := o.deltas(ino, c.Rec.Stripe, c.Rec.Stripe)
+			if err != nil {
+				return n, err
+			}
+			if len(ds) > 0 && ds[len(ds)-1].Seq > c.Deltas {
+				conflicts = append(conflicts, c.Rec.Stripe)
+			}
+		}
+		olds[i] = old
+	}
+	if conflicts != nil {
+		return n, newConflict(ino, conflicts)
+	}
+	var grow int64
+	u := o.usage(ino, commits[0].Rec.Stripe)
+	for i, c := range commits {
+		rec := storedStripe{StripeRec: c.Rec, Pool: n.Layout.Pool}
+		rec.Drives = append([]uint32(nil), c.Rec.Drives...)
+		rec.Deltas = nil
+		if olds[i].Gen != 0 {
+			if err := o.dropStripe(ino, &olds[i], u); err != nil {
+				return n, err
+			}
+			if olds[i].Pool == rec.Pool {
+				grow -= olds[i].raw()
+			}
+			if _, err := o.dropDeltas(ino, rec.Stripe, rec.Stripe, u); err != nil {
+				return n, err
+			}
+		}
+		if err := o.putStripe(ino, &rec); err != nil {
+			return n, err
+		}
+		u.add(rec.Pool, rec.raw())
+		grow += rec.raw()
+		n.Stored += uint64(rec.Len) - uint64(olds[i].Len) // olds[i].Len is 0 if none
+	}
+	if err := o.checkLimit(n.Layout.Pool, grow); err != nil {
+		return n, err
+	}
+	if err := u.flush(o); err != nil {
+		return n, err
+	}
+	n.clean &^= cleanNoStripes
+	return n, nil
+}
+
 func checkCommits(commits []StripeCommit) error {
 	seen := make(map[uint64]bool, len(commits))
 	if len(commits) == 0 {
@@ -158,6 +205,8 @@ func checkCommits(commits []StripeCommit) error {
 			return fmt.Errorf("stripe %d twice: %w", c.Rec.Stripe, ErrInvalid)
 		case c.Rec.Gen <= c.OldGen:
 			return fmt.Errorf("stripe %d gen %d after %d: %w", c.Rec.Stripe, c.Rec.Gen, c.OldGen, ErrInvalid)
+		case IsLogStripe(c.Rec.Stripe):
+			return fmt.Errorf("stripe %d is a log stripe (CommitDeltas): %w", c.Rec.Stripe, ErrInvalid)
 		}
 		seen[c.Rec.Stripe] = true
 	}
@@ -187,13 +236,15 @@ func (o *op) countStored(n *inode) error {
 		n.clean |= storedCounted
 		return nil
 	}
-	recs, err := o.scanStripes(n.Ino, 0, math.MaxUint64)
+	recs, err := o.scanStripes(n.Ino, 0, LogStripeBase-1)
 	if err != nil {
 		return err
 	}
 	n.Stored = 0
 	for _, r := range recs {
-		n.Stored += uint64(r.Len)
+		if !IsLogStripe(r.Stripe) {
+			n.Stored += uint64(r.Len)
+		}
 	}
 	n.clean |= storedCounted
 	return nil
@@ -212,20 +263,43 @@ func (o *op) dropStripe(ino Ino, r *storedStripe, u *usageDelta) error {
 
 // dropStripes removes every stripe of file n numbered from first on.
 func (o *op) dropStripes(n *inode, first uint64) error {
-	return o.dropRange(n, first, math.MaxUint64)
+	return o.dropRange(n, first, LogStripeBase-1)
 }
 
-// dropRange removes the stripes of file n numbered first to last and takes
-// their bytes off n.Stored (the caller stores n).
+// dropRange removes the stripes of file n numbered first to last (<
+// LogStripeBase) with their delta extents, and takes their bytes off
+// n.Stored (the caller stores n). Log stripes go when no extent is left
+// in them (dropDeltas); dropping every stripe (first 0) also drops any
+// log stripe left without extents.
 func (o *op) dropRange(n *inode, first, last uint64) error {
 	if err := o.countStored(n); err != nil {
 		return err
 	}
-	recs, err := o.scanStripes(n.Ino, first, last)
-	if err != nil || len(recs) == 0 {
+	last = min(last, LogStripeBase-1)
+	u := o.usage(n.Ino, first)
+	gone, err := o.dropDeltas(n.Ino, first, last, u)
+	if err != nil {
 		return err
 	}
-	u := o.usage(n.Ino, first)
+	recs, err := o.scanStripes(n.Ino, first, last)
+	if err != nil {
+		return err
+	}
+	if first == 0 && last == LogStripeBase-1 {
+		logs, err := o.scanStripes(n.Ino, LogStripeBase, math.MaxUint64)
+		if err != nil {
+			return err
+		}
+		for _, l := range logs {
+			if !gone[l.Stripe] {
+				if err := o.tx.Delete(logLiveKey(n.Ino, l.Stripe)); err != nil {
+					return err
+				}
+				l.Len = 0 // not in Stored
+				recs = append(recs, l)
+			}
+		}
+	}
 	for i := range recs {
 		if err := o.dropStripe(n.Ino, &recs[i], u); err != nil {
 			return err

@@ -3,6 +3,7 @@ package meta
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -115,6 +116,11 @@ type StripeRec struct {
 	// stripe 0 is 1+M). 0 means "the file layout's K": records committed
 	// before stripes carried their own scheme. Use Scheme.
 	K int
+	// Deltas are the delta extents laid over this generation, in
+	// commit order (deltas.go): filled by Store.Stripes, never stored in
+	// the record. The stripe's content is its fragments' bytes with each
+	// extent's bytes copied over them in turn.
+	Deltas []Delta `json:",omitempty"`
 }
 
 // Scheme returns the stripe's data and parity fragment counts, taking K
@@ -152,7 +158,17 @@ func (r StripeRec) Mirrored(layoutK int) bool {
 type StripeCommit struct {
 	Rec    StripeRec
 	OldGen uint64 // generation the writer read; 0 = expects no stripe
+	// Deltas is the sequence number of the last delta extent of the
+	// stripe whose bytes Rec holds (the writer read the stripe with its
+	// extents); a stripe with a later extent is a conflict. FoldAll: Rec
+	// replaces the stripe whole, whatever extents it has. 0: the writer
+	// saw no extents. The commit deletes the stripe's extents.
+	Deltas uint64
 }
+
+// FoldAll in StripeCommit.Deltas says the new generation replaces the
+// stripe's content whole (a full-stripe write), extents included.
+const FoldAll = math.MaxUint64
 
 // StripeRef names one committed stripe generation (an entry of the PG index).
 type StripeRef struct {

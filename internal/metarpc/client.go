@@ -73,6 +73,17 @@ func (c *Client) CommitStripes(ctx context.Context, ino meta.Ino, commits []meta
 	return call[meta.Attr](ctx, c, "meta.CommitStripes", commitArgs{ino, commits, newSize, mtime})
 }
 
+// CommitDeltas commits log stripes and their delta extents atomically.
+func (c *Client) CommitDeltas(ctx context.Context, ino meta.Ino, logs []meta.LogCommit, mtime int64) (meta.Attr, error) {
+	return call[meta.Attr](ctx, c, "meta.CommitDeltas", deltasArgs{ino, logs, mtime})
+}
+
+// FoldStripes commits stripe generations that fold delta extents in.
+func (c *Client) FoldStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit) error {
+	_, err := call[none](ctx, c, "meta.FoldStripes", foldArgs{ino, commits})
+	return err
+}
+
 // DropStripes removes the committed stripes in [first, last] (a punched
 // hole).
 func (c *Client) DropStripes(ctx context.Context, ino meta.Ino, first, last uint64) (meta.Attr, error) {

@@ -92,6 +92,15 @@ type stripesArgs struct {
 	Ino         meta.Ino
 	First, Last uint64
 }
+type deltasArgs struct {
+	Ino   meta.Ino
+	Logs  []meta.LogCommit
+	Mtime int64
+}
+type foldArgs struct {
+	Ino     meta.Ino
+	Commits []meta.StripeCommit
+}
 type commitArgs struct {
 	Ino     meta.Ino
 	Commits []meta.StripeCommit
@@ -136,6 +145,12 @@ func Register(s *rpc.Server, st *meta.Store) {
 	})
 	handle(s, "meta.CommitStripes", func(ctx context.Context, a commitArgs) (meta.Attr, error) {
 		return st.CommitStripes(ctx, a.Ino, a.Commits, a.NewSize, a.Mtime)
+	})
+	handle(s, "meta.CommitDeltas", func(ctx context.Context, a deltasArgs) (meta.Attr, error) {
+		return st.CommitDeltas(ctx, a.Ino, a.Logs, a.Mtime)
+	})
+	handle(s, "meta.FoldStripes", func(ctx context.Context, a foldArgs) (none, error) {
+		return none{}, st.FoldStripes(ctx, a.Ino, a.Commits)
 	})
 	handle(s, "meta.DropStripes", func(ctx context.Context, a stripesArgs) (meta.Attr, error) {
 		return st.DropStripes(ctx, a.Ino, a.First, a.Last)

@@ -10,7 +10,7 @@ import (
 )
 
 func runStripes(t *testing.T, open func(t *testing.T) meta.Engine) {
-	for _, c := range stripeChecks {
+	for _, c := range append(stripeChecks, deltaChecks...) {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, NewStore(t, open(t))) })
 	}
 }

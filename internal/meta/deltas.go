@@ -1,0 +1,376 @@
+package meta
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"slices"
+)
+
+// Delta extents: partial-stripe updates without read-modify-write.
+//
+// A write that covers only part of a committed stripe need not rewrite the
+// stripe: its bytes are written, packed with other such bytes of the same
+// file, into a log stripe, and a delta extent records where they go. A log
+// stripe is an ordinary stripe record (fragments, PG index entry, pool
+// usage, GC, rebuild, scrub) under a stripe number from LogStripeBase on;
+// the extents are records of their own:
+//
+//	D <ino:8> <stripe:8> <seq:8>  extent: offset and length in the stripe,
+//	                              log stripe and offset in it, base gen
+//	L <ino:8> <log:8>             bytes the extents in log stripe log
+//	                              reference (8 bytes big-endian)
+//
+// Invariants:
+//   - An extent of stripe s has BaseGen equal to s's committed generation:
+//     every transaction that replaces or drops a generation of s deletes
+//     s's extents in the same transaction (CommitStripes, FoldStripes,
+//     truncate, DropStripes, unlink).
+//   - An extent lies within its stripe's Len and within its log stripe's
+//     Len; Seq grows with commit order within a stripe.
+//   - Every log stripe has an L record equal to the sum of the lengths of
+//     the extents that reference it, and that sum is > 0: the transaction
+//     that takes it to 0 drops the log stripe (its fragments go to the GC
+//     queue like any old generation).
+//   - Log stripes count in the pool usage but not in the file's Stored
+//     (st_blocks counts the stripes' user bytes once).
+
+// LogStripeBase is the first stripe number of delta log stripes. Ordinary
+// stripes are numbered below it (a file would need 2^63 stripes to reach
+// it).
+const LogStripeBase uint64 = 1 << 63
+
+// IsLogStripe reports whether stripe number s is a delta log stripe.
+func IsLogStripe(s uint64) bool { return s >= LogStripeBase }
+
+// Delta is one delta extent: Len bytes at Off of Stripe, stored at LogOff
+// of log stripe Log, applied over generation BaseGen.
+type Delta struct {
+	Stripe  uint64
+	Seq     uint64 // assigned by CommitDeltas, ascending per stripe
+	Off     uint32
+	Len     uint32
+	Log     uint64
+	LogOff  uint32
+	BaseGen uint64
+	// LogRec is the committed record of log stripe Log, filled by
+	// Store.Stripes (so that a reader needs no second call).
+	LogRec StripeRec
+}
+
+// LogCommit is one log stripe of a CommitDeltas call: its record (Stripe
+// from LogStripeBase on, not committed before) and the extents whose
+// bytes it holds.
+type LogCommit struct {
+	Rec    StripeRec
+	Deltas []Delta
+}
+
+// CommitDeltas makes delta extents visible, all or nothing: it commits
+// each log stripe (as CommitStripes would a new stripe: PG index, pool
+// usage) and its extents, each of which must lie within its stripe's Len
+// and its log stripe's Len. Every target stripe's committed generation
+// must equal the extents' BaseGen and every log stripe must be new, else
+// it returns a *ConflictError and changes nothing. The extents get
+// sequence numbers after those their stripes have, in the order given;
+// mtime becomes mtime (0: now) and ctime now; size and Stored stay.
+// Errors: ErrPoolFull, ErrNotFound, ErrIsDir, ErrInvalid.
+func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mtime int64) (Attr, error) {
+	if err := checkLogs(logs); err != nil {
+		return Attr{}, fmt.Errorf("commit deltas of %d: %w", ino, err)
+	}
+	var a Attr
+	err := s.update(ctx, func(o *op) error {
+		n, err := o.file(ino)
+		if err != nil {
+			return err
+		}
+		if err := o.countStored(&n); err != nil {
+			return err
+		}
+		bases := map[uint64]storedStripe{}
+		var conflicts []uint64
+		for _, l := range logs {
+			if err := l.Rec.fits(n.Layout); err != nil {
+				return err
+			}
+			if _, ok, err := o.stripe(ino, l.Rec.Stripe); err != nil {
+				return err
+			} else if ok {
+				conflicts = append(conflicts, l.Rec.Stripe)
+			}
+			for _, d := range l.Deltas {
+				b, seen := bases[d.Stripe]
+				if !seen {
+					if b, _, err = o.stripe(ino, d.Stripe); err != nil {
+						return err
+					}
+					bases[d.Stripe] = b // Gen 0 if absent
+				}
+				if b.Gen != d.BaseGen || b.Gen == 0 {
+					if !seen {
+						conflicts = append(conflicts, d.Stripe)
+					}
+					continue
+				}
+				if uint64(d.Off)+uint64(d.Len) > uint64(b.Len) {
+					return fmt.Errorf("delta %d+%d beyond stripe %d's %d bytes: %w", d.Off, d.Len, d.Stripe, b.Len, ErrInvalid)
+				}
+			}
+		}
+		if conflicts != nil {
+			return newConflict(ino, conflicts)
+		}
+		seqs := map[uint64]uint64{}
+		for st := range bases {
+			ds, err := o.deltas(ino, st, st)
+			if err != nil {
+				return err
+			}
+			if len(ds) > 0 {
+				seqs[st] = ds[len(ds)-1].Seq
+			}
+		}
+		u := o.usage(ino, logs[0].Rec.Stripe)
+		var grow int64
+		for _, l := range logs {
+			rec := storedStripe{StripeRec: l.Rec, Pool: n.Layout.Pool}
+			rec.Drives = append([]uint32(nil), l.Rec.Drives...)
+			rec.Deltas = nil
+			if err := o.putStripe(ino, &rec); err != nil {
+				return err
+			}
+			u.add(rec.Pool, rec.raw())
+			grow += rec.raw()
+			var live uint64
+			for _, d := range l.Deltas {
+				seqs[d.Stripe]++
+				d.Seq, d.Log = seqs[d.Stripe], l.Rec.Stripe
+				if err := o.tx.Put(deltaKey(ino, d.Stripe, d.Seq), encodeDelta(ino, &d)); err != nil {
+					return err
+				}
+				live += uint64(d.Len)
+			}
+			if err := o.tx.Put(logLiveKey(ino, l.Rec.Stripe), encodeU64(live)); err != nil {
+				return err
+			}
+		}
+		if err := o.checkLimit(n.Layout.Pool, grow); err != nil {
+			return err
+		}
+		if err := u.flush(o); err != nil {
+			return err
+		}
+		n.Mtime, n.Ctime = o.now, o.now
+		if mtime != 0 {
+			n.Mtime = mtime
+		}
+		a = n.Attr
+		return o.putInode(&n)
+	})
+	if err != nil {
+		return Attr{}, fmt.Errorf("commit %d log stripes of %d: %w", len(logs), ino, err)
+	}
+	return a, nil
+}
+
+func checkLogs(logs []LogCommit) error {
+	if len(logs) == 0 {
+		return fmt.Errorf("no log stripes: %w", ErrInvalid)
+	}
+	seen := map[uint64]bool{}
+	for _, l := range logs {
+		r := l.Rec
+		switch {
+		case !IsLogStripe(r.Stripe) || r.Gen == 0 || seen[r.Stripe]:
+			return fmt.Errorf("log stripe %d gen %d: %w", r.Stripe, r.Gen, ErrInvalid)
+		case len(l.Deltas) == 0:
+			return fmt.Errorf("log stripe %d without extents: %w", r.Stripe, ErrInvalid)
+		}
+		seen[r.Stripe] = true
+		for _, d := range l.Deltas {
+			if IsLogStripe(d.Stripe) || d.Len == 0 || uint64(d.LogOff)+uint64(d.Len) > uint64(r.Len) {
+				return fmt.Errorf("delta of stripe %d (%d bytes at %d of log %d bytes): %w",
+					d.Stripe, d.Len, d.LogOff, r.Len, ErrInvalid)
+			}
+		}
+	}
+	return nil
+}
+
+// putStripe writes stripe record r of ino and its PG index entry.
+func (o *op) putStripe(ino Ino, r *storedStripe) error {
+	if err := o.tx.Put(stripeKey(ino, r.Stripe), encodeStripe(ino, r)); err != nil {
+		return err
+	}
+	return o.tx.Put(pgKey(r.Pool, r.PG, StripeRef{ino, r.Stripe, r.Gen}), []byte{})
+}
+
+// deltas returns the extents of stripes first to last of ino (< LogStripeBase),
+// by stripe and sequence number.
+func (o *op) deltas(ino Ino, first, last uint64) ([]Delta, error) {
+	var out []Delta
+	var derr error
+	end := deltaStripeKey(ino, last+1)
+	if last+1 >= LogStripeBase {
+		end = prefixEnd(deltaStripeKey(ino, LogStripeBase-1))
+	}
+	err := o.tx.Scan(deltaStripeKey(ino, first), end, 0, func(k, v []byte) bool {
+		if len(k) != 25 {
+			derr = fmt.Errorf("delta key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
+			return false
+		}
+		d, err := decodeDelta(ino, binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(k[17:]), v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		out = append(out, d)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}
+
+// dropDeltas deletes the extents of stripes first to last of ino (<
+// LogStripeBase) and takes their bytes off their log stripes' counts; a
+// log stripe no extent references any more is dropped (its fragments go
+// to the GC queue). It returns the log stripes dropped.
+func (o *op) dropDeltas(ino Ino, first, last uint64, u *usageDelta) (map[uint64]bool, error) {
+	ds, err := o.deltas(ino, first, last)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	less := map[uint64]uint64{}
+	for _, d := range ds {
+		if err := o.tx.Delete(deltaKey(ino, d.Stripe, d.Seq)); err != nil {
+			return nil, err
+		}
+		less[d.Log] += uint64(d.Len)
+	}
+	dropped := map[uint64]bool{}
+	for _, log := range slices.Sorted(maps.Keys(less)) {
+		v, ok, err := o.get(logLiveKey(ino, log))
+		if err != nil {
+			return nil, err
+		}
+		var live uint64
+		if ok {
+			if live, err = decodeU64(v); err != nil {
+				return nil, fmt.Errorf("live count of log stripe %d of %d: %w", log, ino, err)
+			}
+		}
+		if live > less[log] {
+			if err := o.tx.Put(logLiveKey(ino, log), encodeU64(live-less[log])); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := o.tx.Delete(logLiveKey(ino, log)); err != nil {
+			return nil, err
+		}
+		r, ok, err := o.stripe(ino, log)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if err := o.dropStripe(ino, &r, u); err != nil {
+				return nil, err
+			}
+			if err := o.tx.Delete(stripeKey(ino, log)); err != nil {
+				return nil, err
+			}
+		}
+		dropped[log] = true
+	}
+	return dropped, nil
+}
+
+// attachDeltas fills the Deltas of the records recs (ordinary stripes
+// first to last of ino, ascending) with their extents and each extent's
+// log stripe record. An extent without its stripe's current generation or
+// without its log stripe is ErrCorrupt.
+func (o *op) attachDeltas(ino Ino, recs []storedStripe, first, last uint64) error {
+	if first >= LogStripeBase {
+		return nil
+	}
+	ds, err := o.deltas(ino, first, min(last, LogStripeBase-1))
+	if err != nil || len(ds) == 0 {
+		return err
+	}
+	logs := map[uint64]StripeRec{}
+	i := 0
+	for _, d := range ds {
+		for i < len(recs) && recs[i].Stripe < d.Stripe {
+			i++
+		}
+		if i == len(recs) || recs[i].Stripe != d.Stripe || recs[i].Gen != d.BaseGen {
+			return fmt.Errorf("delta %d of stripe %d of %d over gen %d: stripe not at that generation: %w",
+				d.Seq, d.Stripe, ino, d.BaseGen, ErrCorrupt)
+		}
+		lr, ok := logs[d.Log]
+		if !ok {
+			r, found, err := o.stripe(ino, d.Log)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return fmt.Errorf("delta %d of stripe %d of %d: log stripe %d missing: %w", d.Seq, d.Stripe, ino, d.Log, ErrCorrupt)
+			}
+			lr = r.StripeRec
+			logs[d.Log] = lr
+		}
+		d.LogRec = lr
+		recs[i].Deltas = append(recs[i].Deltas, d)
+	}
+	return nil
+}
+
+// encodeDelta encodes extent d of file ino: format byte, fields as
+// varints, and a CRC32C (big-endian) of the key (ino, stripe, seq) and the
+// bytes before it, as stripe records have.
+func encodeDelta(ino Ino, d *Delta) []byte {
+	e := enc{b: make([]byte, 0, 40)}
+	e.byte1(codecV1)
+	e.uv(uint64(d.Off))
+	e.uv(uint64(d.Len))
+	e.uv(d.Log)
+	e.uv(uint64(d.LogOff))
+	e.uv(d.BaseGen)
+	return binary.BigEndian.AppendUint32(e.b, deltaCRC(ino, d.Stripe, d.Seq, e.b))
+}
+
+func deltaCRC(ino Ino, stripe, seq uint64, body []byte) uint32 {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return crc32.Update(stripeCRC(ino, stripe, k[:]), castagnoli, body)
+}
+
+// decodeDelta decodes the extent stored under (ino, stripe, seq).
+func decodeDelta(ino Ino, stripe, seq uint64, b []byte) (Delta, error) {
+	d := Delta{Stripe: stripe, Seq: seq}
+	what := fmt.Sprintf("delta %d of stripe %d of inode %d", seq, stripe, ino)
+	if len(b) < 5 {
+		return d, fmt.Errorf("%s: short record: %w", what, ErrCorrupt)
+	}
+	body := b[:len(b)-4]
+	if binary.BigEndian.Uint32(b[len(body):]) != deltaCRC(ino, stripe, seq, body) {
+		return d, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what, ErrCorrupt)
+	}
+	dc := dec{b: body}
+	dc.version()
+	d.Off = dc.u32()
+	d.Len = dc.u32()
+	d.Log = dc.u64()
+	d.LogOff = dc.u32()
+	d.BaseGen = dc.u64()
+	if dc.err == nil && (d.Len == 0 || !IsLogStripe(d.Log) || IsLogStripe(stripe) ||
+		uint64(d.Off)+uint64(d.Len) > 1<<32 || uint64(d.LogOff)+uint64(d.Len) > 1<<32) {
+		dc.fail("delta extent")
+	}
+	return d, dc.end(what)
+}

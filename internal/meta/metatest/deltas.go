@@ -1,0 +1,164 @@
+package metatest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"poolfs/internal/meta"
+)
+
+// logRec returns log stripe n (LogStripeBase+n) of the default layout
+// holding l bytes.
+func logRec(n uint64, l uint32) meta.StripeRec {
+	r := rec(meta.LogStripeBase+n, 1)
+	r.PG, r.Len, r.ShardSize = uint32(n%4), l, 1<<16
+	return r
+}
+
+const logRaw = (1 << 16) * 6 // raw bytes of one test log stripe
+
+// ext is an extent of stripe s over gen: n bytes at off, from logOff of
+// the log stripe it is committed with.
+func ext(s, gen uint64, off, n, logOff uint32) meta.Delta {
+	return meta.Delta{Stripe: s, BaseGen: gen, Off: off, Len: n, LogOff: logOff}
+}
+
+// extents returns the extents of stripes 0..9 as "stripe:seq@off+len<log"
+// strings, checking that each carries its log stripe's record.
+func extents(t *testing.T, s *meta.Store, ino meta.Ino) string {
+	t.Helper()
+	recs, err := s.Stripes(bg, ino, 0, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ""
+	for _, r := range recs {
+		for _, d := range r.Deltas {
+			if d.LogRec.Stripe != d.Log || d.LogRec.Gen == 0 || d.BaseGen != r.Gen {
+				t.Errorf("extent %+v of stripe %d gen %d: log record %+v", d, r.Stripe, r.Gen, d.LogRec)
+			}
+			out += fmt.Sprintf("%d:%d@%d+%d<%d ", d.Stripe, d.Seq, d.Off, d.Len, d.Log-meta.LogStripeBase)
+		}
+	}
+	return out
+}
+
+func commitDeltas(t *testing.T, s *meta.Store, ino meta.Ino, logs ...meta.LogCommit) meta.Attr {
+	t.Helper()
+	a, err := s.CommitDeltas(bg, ino, logs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+var deltaChecks = []storeCheck{
+	{"delta_commit_and_read", func(t *testing.T, s *meta.Store) {
+		f := mk(t, s, root, "f", meta.TypeFile)
+		commit(t, s, f.Ino, 0, 1, 0)
+		commit(t, s, f.Ino, 1, 1, 0)
+		before := stat(t, s, f.Ino)
+		a, err := s.CommitDeltas(bg, f.Ino, []meta.LogCommit{{Rec: logRec(1, 3000), Deltas: []meta.Delta{
+			ext(0, 1, 100, 1000, 0), ext(1, 1, 0, 1000, 1000), ext(0, 1, 500, 1000, 2000)}}}, 4242)
+		eq(t, "err", err, nil)
+		eq(t, "mtime", a.Mtime, 4242)
+		eq(t, "size kept", a.Size, before.Size)
+		eq(t, "stored kept", a.Stored, before.Stored)
+		eq(t, "extents", extents(t, s, f.Ino), "0:1@100+1000<1 0:2@500+1000<1 1:1@0+1000<1 ")
+		eq(t, "usage counts the log", usage(t, s), 2*raw+logRaw)
+		eq(t, "log listed", gens(t, s, f.Ino), fmt.Sprintf("0:1 1:1 %d:1 ", meta.LogStripeBase+1))
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(2, 10), Deltas: []meta.Delta{ext(0, 1, 0, 10, 0)}})
+		eq(t, "seq follows", extents(t, s, f.Ino), "0:1@100+1000<1 0:2@500+1000<1 0:3@0+10<2 1:1@0+1000<1 ")
+		refs, _ := s.ListPG(bg, DefaultLayout.Pool, 1, meta.StripeRef{}, 0)
+		eq(t, "log in the PG index", fmt.Sprint(refs), fmt.Sprint([]meta.StripeRef{ref(f.Ino, 1, 1), ref(f.Ino, meta.LogStripeBase+1, 1)}))
+	}},
+	{"delta_conflicts_change_nothing", func(t *testing.T, s *meta.Store) {
+		f := mk(t, s, root, "f", meta.TypeFile)
+		commit(t, s, f.Ino, 0, 1, 0)
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(1, 100), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0)}})
+		before, u, g := stat(t, s, f.Ino), usage(t, s), len(gcList(t, s))
+		for _, c := range []struct {
+			name string
+			logs []meta.LogCommit
+			want error
+		}{
+			{"stale base", []meta.LogCommit{{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(0, 2, 0, 100, 0)}}}, meta.ErrConflict},
+			{"hole", []meta.LogCommit{{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(3, 0, 0, 100, 0)}}}, meta.ErrConflict},
+			{"log exists", []meta.LogCommit{{Rec: logRec(1, 100), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0)}}}, meta.ErrConflict},
+			{"beyond stripe", []meta.LogCommit{{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(0, 1, 4<<20-50, 100, 0)}}}, meta.ErrInvalid},
+			{"beyond log", []meta.LogCommit{{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(0, 1, 0, 100, 1)}}}, meta.ErrInvalid},
+			{"not a log number", []meta.LogCommit{{Rec: rec(5, 1), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0)}}}, meta.ErrInvalid},
+			{"no extents", []meta.LogCommit{{Rec: logRec(2, 100)}}, meta.ErrInvalid},
+			{"empty extent", []meta.LogCommit{{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(0, 1, 0, 0, 0)}}}, meta.ErrInvalid},
+		} {
+			_, err := s.CommitDeltas(bg, f.Ino, c.logs, 0)
+			if !errors.Is(err, c.want) {
+				t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+			}
+		}
+		eq(t, "attr", stat(t, s, f.Ino), before)
+		eq(t, "usage", usage(t, s), u)
+		eq(t, "gc", len(gcList(t, s)), g)
+		eq(t, "extents", extents(t, s, f.Ino), "0:1@0+100<1 ")
+		_, err := s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(meta.LogStripeBase+7, 1)}}, 0, 0)
+		isErr(t, "log stripe through CommitStripes", err, meta.ErrInvalid)
+	}},
+	{"delta_fold_cas_and_refcounts", func(t *testing.T, s *meta.Store) {
+		f := mk(t, s, root, "f", meta.TypeFile)
+		commit(t, s, f.Ino, 0, 1, 0)
+		commit(t, s, f.Ino, 1, 1, 0)
+		// Log 1 holds extents of stripes 0 and 1, log 2 one of stripe 0.
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(1, 200), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0), ext(1, 1, 0, 100, 100)}})
+		a := commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(0, 1, 50, 100, 0)}})
+		gcBefore := len(gcList(t, s))
+		// A writer that saw only the first extent of stripe 0 is stale.
+		err := s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 1}})
+		isErr(t, "fold missing an extent", err, meta.ErrConflict)
+		_, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1}}, 0, 0)
+		isErr(t, "rewrite that saw no extents", err, meta.ErrConflict)
+		eq(t, "fold", s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 2}}), nil)
+		eq(t, "fold keeps times and size", stat(t, s, f.Ino), a)
+		eq(t, "extents", extents(t, s, f.Ino), "1:1@0+100<1 ")
+		// Log 2 is empty now: dropped with the old generation of stripe 0.
+		eq(t, "stripes", gens(t, s, f.Ino), fmt.Sprintf("0:2 1:1 %d:1 ", meta.LogStripeBase+1))
+		eq(t, "usage", usage(t, s), 2*raw+logRaw)
+		g := gcList(t, s)[gcBefore:]
+		eq(t, "gc items", len(g), 2)
+		eq(t, "gc log", fmt.Sprint(g[0].Stripe == meta.LogStripeBase+2 || g[1].Stripe == meta.LogStripeBase+2), "true")
+		// A full-stripe write replaces the extents whatever they are.
+		_, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(1, 2), OldGen: 1, Deltas: meta.FoldAll}}, 0, 0)
+		eq(t, "overwrite", err, nil)
+		eq(t, "no extents", extents(t, s, f.Ino), "")
+		eq(t, "logs gone", gens(t, s, f.Ino), "0:2 1:2 ")
+		eq(t, "usage without logs", usage(t, s), 2*raw)
+	}},
+	{"delta_truncate_punch_unlink", func(t *testing.T, s *meta.Store) {
+		f := mk(t, s, root, "f", meta.TypeFile)
+		for st := range uint64(4) {
+			commit(t, s, f.Ino, st, 1, 0)
+		}
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(1, 400), Deltas: []meta.Delta{
+			ext(0, 1, 0, 100, 0), ext(1, 1, 0, 100, 100), ext(2, 1, 0, 100, 200), ext(3, 1, 0, 100, 300)}})
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(3, 1, 0, 100, 0)}})
+		stored := stat(t, s, f.Ino).Stored
+		_, err := s.Setattr(bg, f.Ino, meta.SetAttr{Valid: meta.SetSize, Size: 3 * 4 << 20})
+		eq(t, "truncate", err, nil)
+		eq(t, "extents after truncate", extents(t, s, f.Ino), "0:1@0+100<1 1:1@0+100<1 2:1@0+100<1 ")
+		eq(t, "stored after truncate", stat(t, s, f.Ino).Stored, stored-4<<20)
+		eq(t, "log 2 dropped", gens(t, s, f.Ino), fmt.Sprintf("0:1 1:1 2:1 %d:1 ", meta.LogStripeBase+1))
+		_, err = s.DropStripes(bg, f.Ino, 1, 1)
+		eq(t, "punch", err, nil)
+		eq(t, "extents after punch", extents(t, s, f.Ino), "0:1@0+100<1 2:1@0+100<1 ")
+		eq(t, "usage", usage(t, s), 2*raw+logRaw)
+		eq(t, "unlink", s.Unlink(bg, root, "f"), nil)
+		eq(t, "usage after unlink", usage(t, s), 0)
+		var logs int
+		for _, g := range gcList(t, s) {
+			if meta.IsLogStripe(g.Stripe) {
+				logs++
+			}
+		}
+		eq(t, "log stripes collected", logs, 2)
+	}},
+}
