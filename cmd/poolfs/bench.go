@@ -92,6 +92,7 @@ func benchIORCmd(g *globals) *cobra.Command {
 		transfers, tasks     string
 		block                string
 		write, read, noCheck bool
+		direct               bool
 	)
 	t := bench.IORTask{Segments: 1, Iterations: 1, Seed: 0x5eed, Name: "ior.dat", Layout: bench.LayoutSegmented}
 	cmd := &cobra.Command{
@@ -117,6 +118,7 @@ Sweeps: --transfer 1k,4k,64k,1m,4m --tasks 1,2,4,8.`,
 				return err
 			}
 			t.Target = tgt.target(g)
+			t.Target.Direct = direct
 			tgt.noteFS()
 			t.Write, t.Read, t.Verify = write || !read, read || !write, !noCheck
 			l, err := tgt.launcher()
@@ -152,6 +154,7 @@ Sweeps: --transfer 1k,4k,64k,1m,4m --tasks 1,2,4,8.`,
 	f.BoolVarP(&t.Fsync, "fsync", "e", false, "fsync before close in the write phase")
 	f.BoolVarP(&t.Reorder, "reorder", "C", false, "task i reads the data of task (i+1) mod N, so caches are not measured")
 	f.BoolVar(&noCheck, "no-verify", false, "do not check the bytes read")
+	f.BoolVar(&direct, "direct", false, "open the files O_DIRECT, bypassing the page cache (posix API; transfer a multiple of 4k)")
 	f.BoolVarP(&t.Keep, "keep", "k", false, "keep the files")
 	f.IntVarP(&t.Iterations, "iterations", "i", 1, "iterations (min/mean/max are over them)")
 	f.Uint64Var(&t.Seed, "seed", t.Seed, "data pattern seed")

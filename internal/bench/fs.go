@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
@@ -32,6 +33,11 @@ type Target struct {
 	Dir string `json:"dir"`
 	// Cluster is the cluster directory for the poolfs API.
 	Cluster string `json:"cluster,omitempty"`
+	// Direct opens files with O_DIRECT (posix only), so reads and writes
+	// bypass the page cache; the I/O buffers must then be aligned
+	// (erasure.AlignedBuffer) and sizes and offsets multiples of
+	// erasure.Align.
+	Direct bool `json:"direct,omitempty"`
 }
 
 // Validate rejects a target that cannot be opened.
@@ -47,6 +53,9 @@ func (t Target) Validate() error {
 		}
 	default:
 		return fmt.Errorf("%w: api %q: want %s or %s", ErrUsage, t.API, APIPosix, APIPoolfs)
+	}
+	if t.Direct && t.API != APIPosix {
+		return fmt.Errorf("%w: --direct (O_DIRECT) needs the posix API", ErrUsage)
 	}
 	return nil
 }
@@ -96,7 +105,7 @@ func OpenFS(ctx context.Context, t Target) (FS, error) {
 		case !st.IsDir():
 			return nil, fmt.Errorf("%w: --dir %s is not a directory", ErrUsage, t.Dir)
 		}
-		return posixFS{root: t.Dir}, nil
+		return posixFS{root: t.Dir, direct: t.Direct}, nil
 	}
 	conn, err := cluster.Connect(ctx, t.Cluster, client.Options{})
 	if err != nil {
@@ -113,8 +122,20 @@ func OpenFS(ctx context.Context, t Target) (FS, error) {
 	return &poolFS{conn: conn, root: path.Clean("/" + root), dirs: map[string]meta.Ino{}}, nil
 }
 
-// posixFS is plain os calls on a directory.
-type posixFS struct{ root string }
+// posixFS is plain os calls on a directory; with direct, files are
+// opened O_DIRECT.
+type posixFS struct {
+	root   string
+	direct bool
+}
+
+// flags adds O_DIRECT to flag if p.direct.
+func (p posixFS) flags(flag int) int {
+	if p.direct {
+		flag |= syscall.O_DIRECT
+	}
+	return flag
+}
 
 func (p posixFS) path(name string) string { return filepath.Join(p.root, filepath.FromSlash(name)) }
 
@@ -123,7 +144,7 @@ func (p posixFS) Create(_ context.Context, name string, excl bool) (File, error)
 	if excl {
 		flag |= os.O_EXCL
 	}
-	f, err := os.OpenFile(p.path(name), flag, 0o644)
+	f, err := os.OpenFile(p.path(name), p.flags(flag), 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +152,7 @@ func (p posixFS) Create(_ context.Context, name string, excl bool) (File, error)
 }
 
 func (p posixFS) Open(_ context.Context, name string) (File, error) {
-	f, err := os.Open(p.path(name))
+	f, err := os.OpenFile(p.path(name), p.flags(os.O_RDONLY), 0)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+
+	"poolfs/internal/erasure"
 )
 
 // Shared-file layouts (IOR's N-to-1 patterns). With s segments, N tasks,
@@ -46,6 +48,8 @@ func (t *IORTask) Validate() error {
 		return fmt.Errorf("%w: transfer, block and segments must be positive", ErrUsage)
 	case t.Block%t.Transfer != 0:
 		return fmt.Errorf("%w: block %s is not a multiple of transfer %s", ErrUsage, FormatSize(t.Block), FormatSize(t.Transfer))
+	case t.Target.Direct && t.Transfer%erasure.Align != 0:
+		return fmt.Errorf("%w: transfer %s is not a multiple of %d, as O_DIRECT (--direct) needs", ErrUsage, FormatSize(t.Transfer), erasure.Align)
 	case t.Transfer > 1<<30:
 		return fmt.Errorf("%w: transfer %s is above 1g", ErrUsage, FormatSize(t.Transfer))
 	case !t.Write && !t.Read:
@@ -179,7 +183,7 @@ func (t IORTask) run(ctx context.Context, rank, n int, p Peer, clk Clock) error 
 		return err
 	}
 	defer fsys.Close()
-	buf := make([]byte, t.Transfer)
+	buf := erasure.AlignedBuffer(int(t.Transfer)) // as O_DIRECT needs
 	var scratch []byte
 	if t.Verify {
 		scratch = make([]byte, t.Transfer)

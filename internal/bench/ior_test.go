@@ -3,10 +3,12 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -151,6 +153,8 @@ func TestIORValidate(t *testing.T) {
 		"no dir":             func(o *IORTask) { o.Target.Dir = "" },
 		"poolfs no cluster":  func(o *IORTask) { o.Target.API = APIPoolfs },
 		"zero iterations":    func(o *IORTask) { o.Iterations = 0 },
+		"direct unaligned":   func(o *IORTask) { o.Target.Direct, o.Transfer = true, 2<<10 },
+		"direct poolfs":      func(o *IORTask) { o.Target.API, o.Target.Cluster, o.Target.Direct = APIPoolfs, "/c", true },
 	} {
 		t.Run(name, func(t *testing.T) {
 			task := iorTask("/nonexistent")
@@ -239,5 +243,46 @@ func TestOpenFSRefusesMissingDir(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	if _, err := OpenFS(context.Background(), Target{API: APIPosix, Dir: file}); !errors.Is(err, ErrUsage) {
 		t.Fatalf("OpenFS of a regular file: %v, want a usage error", err)
+	}
+}
+
+// TestIORDirect: with Target.Direct the posix files are opened O_DIRECT
+// (the flag is read back from /proc/self/fdinfo), and a shared-file run of
+// three tasks in both layouts writes and reads back every byte through
+// them.
+func TestIORDirect(t *testing.T) {
+	dir := t.TempDir()
+	fsys, err := OpenFS(context.Background(), Target{API: APIPosix, Dir: dir, Direct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsys.Create(context.Background(), "probe", false)
+	if err != nil {
+		t.Fatalf("create O_DIRECT: %v", err)
+	}
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", f.(osFile).f.Fd()))
+	f.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	for line := range strings.Lines(string(info)) {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%o", &flags); err != nil {
+				t.Fatalf("fdinfo flags %q: %v", v, err)
+			}
+		}
+	}
+	if flags&syscall.O_DIRECT == 0 {
+		t.Fatalf("file opened with flags %o, without O_DIRECT", flags)
+	}
+	for _, layout := range []string{LayoutSegmented, LayoutStrided} {
+		t.Run(layout, func(t *testing.T) {
+			task := iorTask(t.TempDir())
+			task.Target.Direct, task.Layout, task.Reorder = true, layout, true
+			if _, err := RunIOR(context.Background(), IOROptions{Task: task, Tasks: []int{3}, Launcher: InProcess{}}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -148,6 +148,9 @@ func writeIORTable(p *mdWriter, r *Result, limits []Limit) {
 	if c.Random {
 		order = "random"
 	}
+	if c.Target.Direct {
+		order += ", O_DIRECT"
+	}
 	p.f("### %s (%s, %s, %s)\n\n", label(r), c.Target.API, mode, order)
 	lh, ls := limitHeader(limits)
 	p.f("| tasks | transfer | block | segments | phase | MiB/s min | MiB/s mean | MiB/s max | IOPS mean |%s\n", lh)
