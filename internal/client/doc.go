@@ -71,7 +71,9 @@
 // a small file's stripe 0 is written as a mirror of 1+M copies, and a
 // stripe may be narrower than the pool (smallfile.go says how and why).
 //
-// Whole-file Put is atomic: it writes a hidden temporary file in the target
-// directory and renames it over the target, so readers see either the old
-// or the new content.
+// Whole-file Put and Get are a File's sequential writer and reader (one
+// data path: the write-behind and read-ahead above, the space admission and
+// the read-ahead budget). Put is atomic: it writes a hidden temporary file
+// in the target directory through a File, flushes it and renames it over
+// the target, so readers see either the old or the new content.
 package client

@@ -147,6 +147,21 @@ func (f *File) waitLocked() {
 	}
 }
 
+// Discard drops f's buffered writes without writing them back: it waits for
+// the stripes being written in the background (they may still commit) and
+// gives back the buffers and pool space the dirty ones hold. For a writer
+// that gives up on a file it is about to remove (Put after an error).
+func (f *File) Discard() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waitLocked()
+	for s, d := range f.mu.dirty {
+		f.unholdLocked(d, false)
+		d.release()
+		delete(f.mu.dirty, s)
+	}
+}
+
 // genGuessLocked returns the generation stripe s most likely has now, and
 // whether it is worth trusting: one this handle committed itself, or 0 for
 // a stripe beyond the size the file had when it was opened. A wrong guess

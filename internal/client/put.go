@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"poolfs/internal/meta"
@@ -62,7 +61,7 @@ func (c *Client) Put(ctx context.Context, p string, r io.Reader, o PutOptions) (
 		defer cancel()
 		_ = c.meta.Unlink(ctx, dir.Ino, tmp)
 	}
-	if _, err := c.writeStream(ctx, f, r, p, o.Progress); err != nil {
+	if err := c.writeAll(ctx, f, r, p, o.Progress); err != nil {
 		cleanup()
 		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
 	}
@@ -92,160 +91,49 @@ func (c *Client) checkSpace(ctx context.Context, lay meta.Layout, size int64) er
 	return nil
 }
 
-// writeStream writes r into the new, empty file f stripe by stripe,
-// several stripes in flight. A stripe's buffers are free again as soon as
-// its fragments are durable; a committer batches the finished stripes into
-// few metadata transactions, so commit latency never holds a stripe slot.
-// It returns the bytes written.
-func (c *Client) writeStream(ctx context.Context, f meta.Attr, r io.Reader, name string, progress func(int64)) (int64, error) {
-	lay := f.Layout
-	if lay.K < 1 || lay.Unit == 0 {
-		return 0, fmt.Errorf("%w: file %s has no layout", meta.ErrInvalid, name)
+// putBytes is how many bytes Put reads from its source and hands to the
+// File at once: a whole number of stripes, so each write fills stripes
+// that go to the write-behind at once.
+func putBytes(lay meta.Layout) int { return int(StripeBytes(lay)) }
+
+// writeAll writes everything r yields into the new, empty file a through a
+// File (its write-behind sends full stripes in the background while the
+// next bytes are read) and flushes it: on success every byte is committed.
+// It reports the user bytes handed to the File to progress. On error the
+// File's background writes are waited for and its buffered bytes dropped,
+// so nothing of it is still being written when the caller removes the
+// file.
+func (c *Client) writeAll(ctx context.Context, a meta.Attr, r io.Reader, name string, progress func(int64)) error {
+	f, err := c.OpenAttr(a, name)
+	if err != nil {
+		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
-	sem := make(chan struct{}, c.opts.StripesInFlight)
-	done := make(chan written, c.opts.StripesInFlight)
-	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
+	defer f.Close()
+	buf := make([]byte, putBytes(a.Layout))
+	var off int64
+	for {
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			if _, err := f.WriteAt(ctx, buf[:n], off); err != nil {
+				f.Discard()
+				return err
+			}
+			off += int64(n)
+			if progress != nil {
+				progress(off)
+			}
 		}
-		errMu.Unlock()
-	}
-	committed := make(chan struct{})
-	go func() {
-		defer close(committed)
-		c.commitLoop(ctx, f.Ino, done, fail, progress)
-	}()
-	unit := int(lay.Unit)
-	var total int64
-	for stripe := uint64(0); ; stripe++ {
-		b := pool.get()
-		l, rerr := readStripe(r, b, lay.K, unit)
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
 		if rerr != nil {
-			pool.put(b)
-			fail(fmt.Errorf("read source: %w", rerr))
-			break
-		}
-		if l == 0 { // end of input (or an empty file: nothing to store)
-			pool.put(b)
-			break
-		}
-		total += int64(l)
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			pool.put(b)
-			break
-		}
-		wg.Add(1)
-		go func(stripe uint64, b *stripeBuf, l int, end int64) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			defer pool.put(b)
-			rec, err := c.writeStripe(ctx, lay, f.Ino, stripe, 0, b, l)
-			if err != nil {
-				fail(err)
-				return
-			}
-			done <- written{rec, end}
-		}(stripe, b, l, total)
-		if l < lay.K*unit {
-			break
+			f.Discard()
+			return fmt.Errorf("read source: %w", rerr)
 		}
 	}
-	wg.Wait()
-	close(done)
-	<-committed
-	return total, firstErr
-}
-
-// written is a stripe whose fragments are durable, waiting for its commit.
-type written struct {
-	rec meta.StripeRec
-	end int64 // file offset after the stripe's last byte
-}
-
-// commitLoop commits written stripes in batches until done is closed,
-// reporting progress in committed user bytes. After a failure it deletes
-// the fragments of every stripe it can no longer commit.
-func (c *Client) commitLoop(ctx context.Context, ino meta.Ino, done <-chan written, fail func(error), progress func(int64)) {
-	var user int64
-	discard := func(ws []written) {
-		m, err := c.Map(context.Background())
-		if err != nil {
-			return
-		}
-		for _, w := range ws {
-			c.deleteFragments(m, ino, w.rec, make([]error, len(w.rec.Drives)))
-		}
+	if err := f.Flush(ctx); err != nil {
+		f.Discard()
+		return err
 	}
-	failed := false
-	for w := range done {
-		batch := []written{w}
-	drain:
-		for len(batch) < 64 {
-			select {
-			case w, ok := <-done:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, w)
-			default:
-				break drain
-			}
-		}
-		if failed || ctx.Err() != nil {
-			discard(batch)
-			continue
-		}
-		commits := make([]meta.StripeCommit, len(batch))
-		var end int64
-		for i, w := range batch {
-			commits[i] = meta.StripeCommit{Rec: w.rec}
-			end = max(end, w.end)
-		}
-		if _, err := c.meta.CommitStripes(ctx, ino, commits, uint64(end), time.Now().UnixNano()); err != nil {
-			failed = true
-			discard(batch)
-			if errors.Is(err, meta.ErrPoolFull) {
-				err = fmt.Errorf("%w: %v", ErrPoolFull, err)
-			}
-			fail(fmt.Errorf("commit: %w", err))
-			continue
-		}
-		for _, w := range batch {
-			user += int64(w.rec.Len)
-		}
-		if progress != nil {
-			progress(user)
-		}
-	}
-}
-
-// readStripe fills the data shards of b (full-unit layout) from r and
-// returns how many bytes it read; less than k*unit only at the end of r.
-func readStripe(r io.Reader, b *stripeBuf, k, unit int) (int, error) {
-	l := 0
-	for i := 0; i < k; i++ {
-		n, err := io.ReadFull(r, b.shard(i, unit))
-		l += n
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return l, nil
-		}
-		if err != nil {
-			return l, err
-		}
-	}
-	return l, nil
+	return nil
 }

@@ -1,9 +1,15 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"poolfs/internal/client"
 	"poolfs/internal/meta"
@@ -37,5 +43,219 @@ func TestPutOntoDirectoryReadsNothing(t *testing.T) {
 	ents, err := conn.Client.ReadDir(ctx, "/")
 	if err != nil || len(ents) != 1 || ents[0].Name != "d" {
 		t.Fatalf("root after the refused put: %v %v, want only d", ents, err)
+	}
+}
+
+// chunkReader yields its bytes at most n at a time, as a pipe does.
+type chunkReader struct {
+	b []byte
+	n int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), r.n)], r.b)
+	r.b = r.b[k:]
+	return k, nil
+}
+
+// TestPutGetBytes: files of every shape (empty, inside one unit, a stripe
+// exactly, stripes and a tail, more stripes than the write-behind window)
+// come back from Get byte for byte, and a File reads what Put stored.
+func TestPutGetBytes(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const stripe = 4 * 64 << 10
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{
+		{"empty", 0},
+		{"one byte", 1},
+		{"unit minus one", 64<<10 - 1},
+		{"one stripe", stripe},
+		{"stripe plus one", stripe + 1},
+		{"beyond the write-behind window", 40*stripe + 12345},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := make([]byte, tc.n)
+			for i := range data {
+				data[i] = byte(rand.Uint32())
+			}
+			p := "/" + strings.ReplaceAll(tc.name, " ", "-")
+			a, err := conn.Client.Put(ctx, p, &chunkReader{data, 7777}, client.PutOptions{Size: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Size != uint64(tc.n) {
+				t.Fatalf("put returned size %d, want %d", a.Size, tc.n)
+			}
+			var got bytes.Buffer
+			if _, err := conn.Client.Get(ctx, p, &got, client.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), data) {
+				t.Fatalf("get: %d bytes differ from the %d put", got.Len(), len(data))
+			}
+			f, err := conn.Client.Open(ctx, a.Ino, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			back, err := readSeq(f, 0, int64(tc.n), 100000)
+			if err != nil || !bytes.Equal(back, data) {
+				t.Fatalf("File read of the put file: %v (equal %v)", err, bytes.Equal(back, data))
+			}
+		})
+	}
+}
+
+// TestPutReplaceOldOrNew: while Puts replace a file again and again, Gets
+// of it and a File opened (as the mount opens) on one version see a whole
+// version, never a mix
+// of two or zeros. (A Get that finds the file between its lookup and its
+// first read gone may fail with ErrNotFound: the version it looked up no
+// longer exists.)
+func TestPutReplaceOldOrNew(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const n = 6*4*64<<10 + 999
+	versions := make([][]byte, 3)
+	for v := range versions {
+		versions[v] = bytes.Repeat([]byte{byte('a' + v)}, n)
+		for i := 0; i < n; i += 4096 {
+			versions[v][i] = byte(rand.Uint32())
+		}
+	}
+	if _, err := conn.Client.Put(ctx, "/f", bytes.NewReader(versions[0]), client.PutOptions{Size: n}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := conn.Client.Resolve(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opened as the mount opens: the open keeps the replaced inode.
+	if err := conn.Meta.Open(ctx, old.Ino); err != nil {
+		t.Fatal(err)
+	}
+	held, err := conn.Client.OpenAttr(old, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	which := func(b []byte) int {
+		for v, want := range versions {
+			if bytes.Equal(b, want) {
+				return v
+			}
+		}
+		return -1
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for i := 1; i <= 12; i++ {
+			v := versions[i%len(versions)]
+			if _, err := conn.Client.Put(ctx, "/f", bytes.NewReader(v), client.PutOptions{Size: n}); err != nil {
+				t.Errorf("put %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	gets := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		var got bytes.Buffer
+		_, err := conn.Client.Get(ctx, "/f", &got, client.GetOptions{})
+		if errors.Is(err, meta.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("get during puts: %v", err)
+		}
+		if which(got.Bytes()) < 0 {
+			t.Fatalf("get during puts returned %d bytes that are no version written", got.Len())
+		}
+		gets++
+	}
+	wg.Wait()
+	if back, err := readSeq(held, 0, n, 64<<10); err != nil || which(back) != 0 {
+		t.Fatalf("a File opened before the puts: %v, version %d, want 0", err, which(back))
+	}
+	var got bytes.Buffer
+	if _, err := conn.Client.Get(ctx, "/f", &got, client.GetOptions{}); err != nil || which(got.Bytes()) != 12%len(versions) {
+		t.Fatalf("after the puts: %v, version %d, want the last", err, which(got.Bytes()))
+	}
+	t.Logf("%d gets during 12 puts", gets)
+}
+
+// blockingWriter holds every Write until release is closed, noting on
+// first that one has arrived.
+type blockingWriter struct {
+	buf     bytes.Buffer
+	first   chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.first) })
+	<-w.release
+	return w.buf.Write(p)
+}
+
+// TestGetReadsAheadWithinBudget: Get reads ahead through the client's
+// read-ahead budget (Options.ReadAheadTotal) like any sequential reader of
+// a File, so many Gets at once hold no more stripes than that, and every
+// stripe is given back when Get returns. (Get used to keep a read-ahead
+// window of its own, outside the budget.)
+func TestGetReadsAheadWithinBudget(t *testing.T) {
+	conn := startWith(t, client.Options{ReadAhead: 4, ReadAheadTotal: 6})
+	ctx := context.Background()
+	const stripe = 4 * 64 << 10
+	data := make([]byte, 20*stripe+5)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	if _, err := conn.Client.Put(ctx, "/g", bytes.NewReader(data), client.PutOptions{Size: int64(len(data))}); err != nil {
+		t.Fatal(err)
+	}
+	w := &blockingWriter{first: make(chan struct{}), release: make(chan struct{})}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := conn.Client.Get(ctx, "/g", w, client.GetOptions{})
+		errc <- err
+	}()
+	<-w.first
+	// The reader is stalled at its first stripe: what it has read ahead
+	// meanwhile is counted in the budget, and never more.
+	deadline := time.Now().Add(10 * time.Second)
+	for conn.Client.ReadAheadHeld() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if h := conn.Client.ReadAheadHeld(); h == 0 || h > 6 {
+		t.Fatalf("a stalled Get holds %d read-ahead stripes, want 1 to 6", h)
+	}
+	close(w.release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(w.buf.Bytes(), data) {
+		t.Fatal("get: content differs")
+	}
+	for conn.Client.ReadAheadHeld() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if h := conn.Client.ReadAheadHeld(); h != 0 {
+		t.Fatalf("%d read-ahead stripes still held after Get returned", h)
 	}
 }
