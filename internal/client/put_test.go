@@ -198,18 +198,23 @@ func TestPutReplaceOldOrNew(t *testing.T) {
 	t.Logf("%d gets during 12 puts", gets)
 }
 
-// blockingWriter holds every Write until release is closed, noting on
-// first that one has arrived.
+// blockingWriter takes the first Write and holds every later one until
+// release is closed, noting when the second has arrived (by then the
+// reader has read on, and a sequential one reads ahead).
 type blockingWriter struct {
 	buf     bytes.Buffer
-	first   chan struct{}
+	writes  int
+	stalled chan struct{}
 	release chan struct{}
-	once    sync.Once
 }
 
 func (w *blockingWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { close(w.first) })
-	<-w.release
+	if w.writes++; w.writes == 2 {
+		close(w.stalled)
+	}
+	if w.writes >= 2 {
+		<-w.release
+	}
 	return w.buf.Write(p)
 }
 
@@ -229,14 +234,14 @@ func TestGetReadsAheadWithinBudget(t *testing.T) {
 	if _, err := conn.Client.Put(ctx, "/g", bytes.NewReader(data), client.PutOptions{Size: int64(len(data))}); err != nil {
 		t.Fatal(err)
 	}
-	w := &blockingWriter{first: make(chan struct{}), release: make(chan struct{})}
+	w := &blockingWriter{stalled: make(chan struct{}), release: make(chan struct{})}
 	errc := make(chan error, 1)
 	go func() {
 		_, err := conn.Client.Get(ctx, "/g", w, client.GetOptions{})
 		errc <- err
 	}()
-	<-w.first
-	// The reader is stalled at its first stripe: what it has read ahead
+	<-w.stalled
+	// The reader is stalled at its second stripe: what it has read ahead
 	// meanwhile is counted in the budget, and never more.
 	deadline := time.Now().Add(10 * time.Second)
 	for conn.Client.ReadAheadHeld() == 0 && time.Now().Before(deadline) {
