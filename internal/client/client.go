@@ -10,9 +10,9 @@ import (
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
-	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
+	"poolfs/internal/stripeio"
 )
 
 // Errors returned by the client.
@@ -157,13 +157,13 @@ type Client struct {
 	refresh sync.Mutex    // held by the caller of Map fetching an old map again
 	lat     *latencies    // fragment-read latency per drive (latency.go)
 	repairs chan struct{} // a token per background read repair (read_repair.go)
+	codecs  stripeio.Codecs
 
 	mu struct {
 		sync.Mutex
 		m       *clustermap.Map
 		fetched time.Time // when m was last fetched
 		pgmaps  map[uint32]*placement.PGMap
-		codecs  map[[2]int]*erasure.Codec
 	}
 }
 
@@ -198,7 +198,6 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 		ahead:       make(chan struct{}, opts.ReadAheadTotal),
 		lat:         newLatencies(opts.HedgeFloor, opts.HedgeFactor),
 		repairs:     make(chan struct{}, opts.RepairsInFlight)}
-	c.mu.codecs = map[[2]int]*erasure.Codec{}
 	c.space = newSpaceGate(m)
 	return c
 }
@@ -290,21 +289,6 @@ func (c *Client) pgMap(ctx context.Context, pool uint32) (*clustermap.Map, *plac
 	}
 	c.mu.Unlock()
 	return m, pm, nil
-}
-
-// codec returns the shared codec for a scheme.
-func (c *Client) codec(k, m int) (*erasure.Codec, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cd := c.mu.codecs[[2]int{k, m}]; cd != nil {
-		return cd, nil
-	}
-	cd, err := erasure.NewCodec(k, m)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.codecs[[2]int{k, m}] = cd
-	return cd, nil
 }
 
 // StripeBytes is the number of user bytes a full stripe of a layout holds.

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
+	"poolfs/internal/stripeio"
 )
 
 // DefaultRepairsInFlight is Options.RepairsInFlight's default.
@@ -22,7 +22,7 @@ const repairTimeout = 30 * time.Second
 // repair. At most Options.RepairsInFlight repairs run at once; one more is
 // dropped with a log line (scrub or rebuild will find the fragment again).
 // Failures are logged, not returned: the read already succeeded.
-func (c *Client) repairLater(m *clustermap.Map, lay meta.Layout, ino meta.Ino, rec meta.StripeRec,
+func (c *Client) repairLater(m *clustermap.Map, st *stripeio.Stripe, rec meta.StripeRec,
 	shards [][]byte, lost []int, errs []error) {
 	type job struct {
 		i     int
@@ -44,25 +44,19 @@ func (c *Client) repairLater(m *clustermap.Map, lay meta.Layout, ino meta.Ino, r
 	select {
 	case c.repairs <- struct{}{}:
 	default:
-		c.log.Warn("read repair skipped: too many running", "ino", uint64(ino), "stripe", rec.Stripe)
+		c.log.Warn("read repair skipped: too many running", "ino", st.Ino, "stripe", rec.Stripe)
 		return
 	}
 	go func() {
 		defer func() { <-c.repairs }()
 		ctx, cancel := context.WithTimeout(context.Background(), repairTimeout)
 		defer cancel()
-		s := int(rec.ShardSize)
+		at := stripeio.OnMap(c.drives, m)
 		for _, j := range jobs {
-			d, err := c.drives.Drive(m, j.id)
-			if err != nil {
-				continue
-			}
-			key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(j.i)}
-			frag := erasure.AlignedBuffer(erasure.FragmentSize(s))
-			copy(frag[erasure.HeaderSize(s):], j.shard)
-			erasure.SealFragment(frag, erasure.Header{Key: key, K: lay.K, M: lay.M, Pool: lay.Pool,
-				StripeLen: rec.Len, ShardSize: uint32(s)})
-			if err := d.WriteFragment(ctx, key, frag); err != nil {
+			key := st.Key(j.i)
+			frag := stripeio.NewFragment(st, j.shard)
+			errs := stripeio.WriteFragments(ctx, at, st, []stripeio.Target{{Index: j.i, Drive: j.id}}, [][]byte{frag})
+			if err := errs[0]; err != nil {
 				c.log.Warn("read repair failed", "fragment", key.String(), "drive", j.id.String(), "err", err)
 				continue
 			}

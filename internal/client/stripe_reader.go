@@ -10,6 +10,7 @@ import (
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
+	"poolfs/internal/stripeio"
 )
 
 // readStripe reads the data shards of a committed stripe into b (laid out
@@ -51,7 +52,9 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &stripeRead{c: c, m: m, ino: ino, rec: rec, b: b, s: s,
+	st := &stripeio.Stripe{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, K: lay.K, M: lay.M, Pool: lay.Pool,
+		Len: rec.Len, ShardSize: s}
+	r := &stripeRead{c: c, m: m, st: st, rec: rec, b: b,
 		shards: make([][]byte, width), errs: make([]error, width), state: make([]fetchState, width),
 		results: make(chan fetchResult, width)}
 	r.plan(k, width)
@@ -72,7 +75,7 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 	if complete && len(lost) == 0 {
 		return r.shards[:k], nil
 	}
-	cd, err := c.codec(lay.K, lay.M)
+	cd, err := c.codecs.Get(lay.K, lay.M)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 	if err := cd.Reconstruct(r.shards, dataOnly); err != nil {
 		return nil, fmt.Errorf("%w: file %s stripe %d: %v", ErrDataLoss, name, rec.Stripe, err)
 	}
-	c.repairLater(m, lay, ino, rec, r.shards, lost, r.errs)
+	c.repairLater(m, st, rec, r.shards, lost, r.errs)
 	return r.shards[:k], nil
 }
 
@@ -118,10 +121,9 @@ type fetchResult struct {
 type stripeRead struct {
 	c      *Client
 	m      *clustermap.Map
-	ino    meta.Ino
+	st     *stripeio.Stripe
 	rec    meta.StripeRec
 	b      *stripeBuf
-	s      int
 	shards [][]byte
 	errs   []error
 	state  []fetchState
@@ -210,7 +212,7 @@ func (r *stripeRead) start(ctx context.Context, n int) {
 		buf := r.b.frags[i]
 		go func() {
 			t0 := time.Now()
-			data, err := r.c.fetchOne(ctx, r.m, r.ino, r.rec, buf, r.s, i)
+			data, err := r.c.fetchOne(ctx, r.m, r.st, r.rec, buf, i)
 			if err == nil || ctx.Err() != nil {
 				// A fetch given up still tells that the drive took at least this long.
 				r.c.lat.observe(placement.DriveID(r.rec.Drives[i]), time.Since(t0))
@@ -245,26 +247,13 @@ func (r *stripeRead) lost() []int {
 
 // fetchOne reads fragment i of a stripe into buf and checks its header and
 // checksums; it returns the verified shard.
-func (c *Client) fetchOne(ctx context.Context, m *clustermap.Map, ino meta.Ino, rec meta.StripeRec, buf []byte, s, i int) ([]byte, error) {
+func (c *Client) fetchOne(ctx context.Context, m *clustermap.Map, st *stripeio.Stripe, rec meta.StripeRec, buf []byte, i int) ([]byte, error) {
 	id := placement.DriveID(rec.Drives[i])
-	key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(i)}
 	d, err := c.drives.Drive(m, id)
 	if err != nil {
 		return nil, err
 	}
-	got, err := d.ReadFragment(ctx, key, 0, -1, buf[:cap(buf)])
-	if err != nil {
-		return nil, fmt.Errorf("read %v from %v: %w", key, id, err)
-	}
-	h, data, err := erasure.DecodeFragment(got)
-	if err != nil {
-		return nil, fmt.Errorf("fragment %v on %v: %w", key, id, err)
-	}
-	if h.Key != key || int(h.ShardSize) != s || h.StripeLen != rec.Len {
-		return nil, fmt.Errorf("%w: fragment on %v is %v (shard %d, len %d), want %v (shard %d, len %d)",
-			erasure.ErrCorrupt, id, h.Key, h.ShardSize, h.StripeLen, key, s, rec.Len)
-	}
-	return data, nil
+	return stripeio.ReadFragment(ctx, d, id, st, i, buf)
 }
 
 // deleteFragments removes the fragments of an uncommitted stripe that were
@@ -272,14 +261,12 @@ func (c *Client) fetchOne(ctx context.Context, m *clustermap.Map, ino meta.Ino, 
 func (c *Client) deleteFragments(m *clustermap.Map, ino meta.Ino, rec meta.StripeRec, errs []error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	st := &stripeio.Stripe{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen}
+	var written []stripeio.Target
 	for i, id := range rec.Drives {
-		if errs[i] != nil {
-			continue
+		if errs[i] == nil {
+			written = append(written, stripeio.Target{Index: i, Drive: placement.DriveID(id)})
 		}
-		d, err := c.drives.Drive(m, placement.DriveID(id))
-		if err != nil {
-			continue
-		}
-		_ = d.DeleteFragment(ctx, erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(i)})
 	}
+	_ = stripeio.DeleteFragments(ctx, stripeio.OnMap(c.drives, m), st, written)
 }

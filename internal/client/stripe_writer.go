@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"poolfs/internal/chunkstore"
@@ -15,6 +14,7 @@ import (
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
+	"poolfs/internal/stripeio"
 )
 
 // genEpoch is the origin of generation timestamps.
@@ -40,7 +40,7 @@ func newGen(after uint64) uint64 {
 // the collector removes what is left).
 func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, l int) (meta.StripeRec, error) {
 	lay = c.writeLayout(ctx, lay, stripe, l) // smallfile.go: a small file's stripe 0 is a mirror
-	cd, err := c.codec(lay.K, lay.M)
+	cd, err := c.codecs.Get(lay.K, lay.M)
 	if err != nil {
 		return meta.StripeRec{}, err
 	}
@@ -90,29 +90,17 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	for i, d := range set {
 		rec.Drives[i] = uint32(d)
 	}
-	errs := make([]error, len(set))
 	// A drive at its client write limit still takes a fragment that
 	// replaces one of oldGen it holds (storage.Replacing).
 	wctx := storage.Replacing(ctx, oldGen)
-	var wg sync.WaitGroup
-	for i := range set {
-		key := erasure.FragmentKey{Ino: uint64(ino), Stripe: stripe, Gen: rec.Gen, Index: uint8(i)}
-		frag := b.frag(i, s)
-		erasure.SealFragment(frag, erasure.Header{Key: key, K: lay.K, M: lay.M, Pool: lay.Pool,
-			StripeLen: uint32(l), ShardSize: uint32(s)})
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			d, err := c.drives.Drive(m, set[i])
-			if err == nil {
-				err = d.WriteFragment(wctx, key, frag)
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("fragment %v on %v: %w", key, set[i], err)
-			}
-		}(i)
+	st := &stripeio.Stripe{Ino: uint64(ino), Stripe: stripe, Gen: rec.Gen, K: lay.K, M: lay.M, Pool: lay.Pool,
+		Len: uint32(l), ShardSize: s}
+	targets := make([]stripeio.Target, len(set))
+	frags := make([][]byte, len(set))
+	for i, d := range set {
+		targets[i], frags[i] = stripeio.Target{Index: i, Drive: d}, b.frag(i, s)
 	}
-	wg.Wait()
+	errs := stripeio.WriteFragments(wctx, stripeio.OnMap(c.drives, m), st, targets, frags)
 	if err := errors.Join(errs...); err != nil {
 		c.deleteFragments(m, ino, rec, errs)
 		if errors.Is(err, chunkstore.ErrFull) {

@@ -16,6 +16,7 @@ import (
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
 	"poolfs/internal/rpc"
+	"poolfs/internal/stripeio"
 )
 
 // ScrubStatus is the state of the scrubber: the running pass or the last
@@ -50,7 +51,8 @@ type ScrubStatus struct {
 
 // scrubber is the scrub state of a Service.
 type scrubber struct {
-	mu struct {
+	codecs stripeio.Codecs // one per stripe scheme met: a small file's mirror is 1+M, a narrow layout k'+m
+	mu     struct {
 		sync.Mutex
 		st     ScrubStatus
 		cancel context.CancelFunc // of the running pass, nil if none
@@ -182,8 +184,7 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 	sc.mu.st.Stripes = len(stripes)
 	sc.mu.Unlock()
 	s.event(ctx, EventScrubStart, "pool/"+pool.Name, fmt.Sprintf("epoch %d: %d stripes to check", m.Epoch, len(stripes)), 0)
-	cds := &codecs{}
-	if _, err := cds.get(pool.K, pool.M); err != nil {
+	if _, err := sc.codecs.Get(pool.K, pool.M); err != nil {
 		return err
 	}
 	// Each stripe reads all k+m drives: keep about depth stripes per drive.
@@ -236,7 +237,7 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := s.scrubStripe(ctx, cds, pool, stripes[i], recs[i])
+			r := s.scrubStripe(ctx, &sc.codecs, pool, stripes[i], recs[i])
 			sc.mu.Lock()
 			st := &sc.mu.st
 			st.Checked++
@@ -287,44 +288,20 @@ type scrubResult struct {
 	skipped, unrecoverable          bool
 }
 
-// codecs holds one codec per stripe scheme met in a scrub pass: stripes
-// carry their own scheme (a small file's mirror 1+M, a narrow layout).
-type codecs struct {
-	mu sync.Mutex
-	m  map[[2]int]*erasure.Codec
-}
-
-func (c *codecs) get(k, m int) (*erasure.Codec, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cd := c.m[[2]int{k, m}]; cd != nil {
-		return cd, nil
-	}
-	cd, err := erasure.NewCodec(k, m)
-	if err != nil {
-		return nil, err
-	}
-	if c.m == nil {
-		c.m = map[[2]int]*erasure.Codec{}
-	}
-	c.m[[2]int{k, m}] = cd
-	return cd, nil
-}
-
 // scrubStripe reads every fragment of one stripe, classifies the bad ones
 // and rewrites them, checking parity with the stripe's own scheme (for a
 // mirror: that the copies agree; one differing copy is outvoted). A stripe
 // that changed since the scan (rewritten, or moved by a rebuild) or has a
 // fragment on a drive that is not up is skipped: the collector and the
 // rebuild own those.
-func (s *Service) scrubStripe(ctx context.Context, cds *codecs, pool *clustermap.Pool, st recovery.Stripe, rec meta.StripeRec) scrubResult {
+func (s *Service) scrubStripe(ctx context.Context, cds *stripeio.Codecs, pool *clustermap.Pool, st recovery.Stripe, rec meta.StripeRec) scrubResult {
 	var r scrubResult
 	k, par := rec.Scheme(pool.K)
 	if k < 1 || par < 0 || k+par > pool.K+pool.M {
 		r.skipped = true
 		return r
 	}
-	cd, err := cds.get(k, par)
+	cd, err := cds.Get(k, par)
 	if err != nil {
 		r.skipped = true
 		return r
@@ -341,6 +318,8 @@ func (s *Service) scrubStripe(ctx context.Context, cds *codecs, pool *clustermap
 		}
 	}
 	width, sz := k+par, int(rec.ShardSize)
+	fs := &stripeio.Stripe{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, K: k, M: par, Pool: pool.ID, Len: rec.Len, ShardSize: sz}
+	at := stripeio.OnMap(s.drives, m)
 	shards := make([][]byte, width)
 	kinds := make([]error, width) // why fragment i is bad, nil if good
 	var wg sync.WaitGroup
@@ -348,7 +327,7 @@ func (s *Service) scrubStripe(ctx context.Context, cds *codecs, pool *clustermap
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			shards[i], kinds[i] = s.readFragment(ctx, m, placement.DriveID(id), st, rec, i)
+			shards[i], kinds[i] = readFragment(ctx, at, placement.DriveID(id), fs, i)
 		}()
 	}
 	wg.Wait()
@@ -403,8 +382,14 @@ func (s *Service) scrubStripe(ctx context.Context, cds *codecs, pool *clustermap
 		r.unrecoverable = true
 		return r
 	}
-	for _, i := range bad {
-		if err := s.rewriteFragment(ctx, m, pool, k, par, rec, st, i, shards[i]); err != nil {
+	targets := make([]stripeio.Target, len(bad))
+	frags := make([][]byte, len(bad))
+	for j, i := range bad {
+		targets[j], frags[j] = stripeio.Target{Index: i, Drive: placement.DriveID(rec.Drives[i])}, stripeio.NewFragment(fs, shards[i])
+	}
+	for j, err := range stripeio.WriteFragments(ctx, at, fs, targets, frags) {
+		i := bad[j]
+		if err != nil {
 			s.log.Warn("scrub repair failed", "stripe", st.String(), "index", i, "err", err)
 			continue
 		}
@@ -449,43 +434,16 @@ func (s *Service) stillCommitted(ctx context.Context, rec meta.StripeRec, st rec
 
 // readFragment reads and checks fragment i of a stripe; the error says why
 // it is bad (errMissing wrapped for a fragment that is not there).
-func (s *Service) readFragment(ctx context.Context, m *clustermap.Map, id placement.DriveID, st recovery.Stripe, rec meta.StripeRec, i int) ([]byte, error) {
-	d, err := s.drives.Drive(m, id)
+func readFragment(ctx context.Context, at stripeio.Drives, id placement.DriveID, st *stripeio.Stripe, i int) ([]byte, error) {
+	d, err := at(id)
 	if err != nil {
 		return nil, err
 	}
-	key := erasure.FragmentKey{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, Index: uint8(i)}
-	sz := int(rec.ShardSize)
-	b, err := d.ReadFragment(ctx, key, 0, -1, erasure.AlignedBuffer(erasure.FragmentSize(sz)))
-	if err != nil {
-		if errors.Is(err, chunkstore.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %v on %v: %w", errMissing, key, id, err)
-		}
-		return nil, fmt.Errorf("read %v on %v: %w", key, id, err)
+	data, err := stripeio.ReadFragment(ctx, d, id, st, i, erasure.AlignedBuffer(st.FragmentSize()))
+	if errors.Is(err, chunkstore.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %w", errMissing, err)
 	}
-	h, data, err := erasure.DecodeFragment(b)
-	if err != nil {
-		return nil, fmt.Errorf("%v on %v: %w", key, id, err)
-	}
-	if h.Key != key || int(h.ShardSize) != sz || h.StripeLen != rec.Len {
-		return nil, fmt.Errorf("%w: fragment on %v is %v, want %v", erasure.ErrCorrupt, id, h.Key, key)
-	}
-	return data, nil
-}
-
-// rewriteFragment writes fragment i of a stripe in place on its drive.
-func (s *Service) rewriteFragment(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, k, par int, rec meta.StripeRec, st recovery.Stripe, i int, shard []byte) error {
-	id := placement.DriveID(rec.Drives[i])
-	d, err := s.drives.Drive(m, id)
-	if err != nil {
-		return err
-	}
-	sz := int(rec.ShardSize)
-	key := erasure.FragmentKey{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, Index: uint8(i)}
-	frag := erasure.AlignedBuffer(erasure.FragmentSize(sz))
-	copy(erasure.FragmentShard(frag, sz), shard)
-	erasure.SealFragment(frag, erasure.Header{Key: key, K: k, M: par, Pool: pool.ID, StripeLen: rec.Len, ShardSize: rec.ShardSize})
-	return d.WriteFragment(ctx, key, frag)
+	return data, err
 }
 
 // ScrubArgs are the arguments of mgmt.Scrub.

@@ -14,6 +14,7 @@ import (
 	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
+	"poolfs/internal/stripeio"
 )
 
 // Peers reaches the drives of other storage servers (a *Dialer does).
@@ -86,34 +87,57 @@ func (a *ReconstructArgs) validate() error {
 	return nil
 }
 
-func (a *ReconstructArgs) key(i int) erasure.FragmentKey {
-	return erasure.FragmentKey{Ino: a.Ino, Stripe: a.Stripe, Gen: a.Gen, Index: uint8(i)}
+// taskDrives returns the drives a task at share reaches: this server's
+// own, whose every I/O first waits for the rebuild gate to admit it at
+// share, else a peer's (whose server gates its own I/O).
+func (s *Server) taskDrives(ctx context.Context, share float64) stripeio.Drives {
+	return func(id placement.DriveID) (stripeio.Drive, error) {
+		if d, err := s.Drive(id); err == nil {
+			return rebuildDrive{d: d, gate: &s.gate, id: id, share: share}, nil
+		}
+		s.mu.RLock()
+		maps, peers := s.mu.maps, s.mu.peers
+		s.mu.RUnlock()
+		if maps == nil || peers == nil {
+			return nil, fmt.Errorf("%w: %v (no peers configured)", ErrNoDrive, id)
+		}
+		m, err := maps(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return stripeio.OnMap(peers, m)(id)
+	}
 }
 
-// drive returns a drive by ID: this server's own, else a peer's. For its
-// own drives, it waits for the rebuild gate to admit one I/O of a task at
-// share; the caller calls done after that I/O (it is a no-op for a peer's
-// drive, whose server gates its own I/O).
-func (s *Server) drive(ctx context.Context, id placement.DriveID, share float64) (d chunkstore.Drive, done func(), err error) {
-	if d, err := s.Drive(id); err == nil {
-		done, err := s.gate.acquire(ctx, id, share)
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, done, nil
-	}
-	s.mu.RLock()
-	maps, peers := s.mu.maps, s.mu.peers
-	s.mu.RUnlock()
-	if maps == nil || peers == nil {
-		return nil, nil, fmt.Errorf("%w: %v (no peers configured)", ErrNoDrive, id)
-	}
-	m, err := maps(ctx)
+// rebuildDrive is one of the server's own drives as a task at share sees
+// it: each read and write first waits for the rebuild gate.
+type rebuildDrive struct {
+	d     chunkstore.Drive
+	gate  *ioGate
+	id    placement.DriveID
+	share float64
+}
+
+func (g rebuildDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	done, err := g.gate.acquire(ctx, g.id, g.share)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	d, err = peers.Drive(m, id)
-	return d, func() {}, err
+	defer done()
+	return g.d.ReadFragment(ctx, key, off, n, dst)
+}
+
+func (g rebuildDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+	done, err := g.gate.acquire(ctx, g.id, g.share)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return g.d.WriteFragment(ctx, key, frag)
+}
+
+func (g rebuildDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
+	return g.d.DeleteFragment(ctx, key)
 }
 
 // Reconstruct runs one task; see ReconstructArgs.
@@ -123,6 +147,8 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 		return nil, err
 	}
 	width, sz := a.K+a.M, int(a.ShardSize)
+	st := &stripeio.Stripe{Ino: a.Ino, Stripe: a.Stripe, Gen: a.Gen, K: a.K, M: a.M, Pool: a.Pool, Len: a.StripeLen, ShardSize: sz}
+	at := s.taskDrives(ctx, a.Share)
 	copyOnly := true
 	for _, t := range a.Targets {
 		if !slices.ContainsFunc(a.Sources, func(f FragmentAt) bool { return f.Index == t.Index }) {
@@ -147,7 +173,7 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out[j], bErrs[j] = s.readShard(ctx, a, f, sz)
+				out[j], bErrs[j] = s.readShard(ctx, at, st, f)
 			}()
 		}
 		wg.Wait()
@@ -169,7 +195,7 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 			a.Ino, a.Stripe, a.Gen, len(res.Read), need, errors.Join(errs...))
 	}
 	if !copyOnly {
-		cd, err := erasure.NewCodec(a.K, a.M)
+		cd, err := s.codecs.Get(a.K, a.M)
 		if err != nil {
 			return nil, err
 		}
@@ -177,16 +203,12 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 			return nil, fmt.Errorf("reconstruct %d/%d gen %d: %w", a.Ino, a.Stripe, a.Gen, err)
 		}
 	}
-	werrs := make([]error, len(a.Targets))
-	var wg sync.WaitGroup
+	targets := make([]stripeio.Target, len(a.Targets))
+	frags := make([][]byte, len(a.Targets))
 	for j, t := range a.Targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			werrs[j] = s.writeShard(ctx, a, t, shards[t.Index])
-		}()
+		targets[j], frags[j] = stripeio.Target{Index: t.Index, Drive: t.Drive}, stripeio.NewFragment(st, shards[t.Index])
 	}
-	wg.Wait()
+	werrs := stripeio.WriteFragments(ctx, at, st, targets, frags)
 	if err := errors.Join(werrs...); err != nil {
 		return nil, err
 	}
@@ -196,43 +218,12 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 	return res, nil
 }
 
-func (s *Server) readShard(ctx context.Context, a *ReconstructArgs, f FragmentAt, sz int) ([]byte, error) {
-	d, done, err := s.drive(ctx, f.Drive, a.Share)
+func (s *Server) readShard(ctx context.Context, at stripeio.Drives, st *stripeio.Stripe, f FragmentAt) ([]byte, error) {
+	d, err := at(f.Drive)
 	if err != nil {
 		return nil, err
 	}
-	key := a.key(f.Index)
-	b, err := d.ReadFragment(ctx, key, 0, -1, erasure.AlignedBuffer(erasure.FragmentSize(sz)))
-	done()
-	if err != nil {
-		return nil, fmt.Errorf("read %v from %v: %w", key, f.Drive, err)
-	}
-	h, data, err := erasure.DecodeFragment(b)
-	if err != nil {
-		return nil, fmt.Errorf("fragment %v on %v: %w", key, f.Drive, err)
-	}
-	if h.Key != key || int(h.ShardSize) != sz || h.StripeLen != a.StripeLen {
-		return nil, fmt.Errorf("%w: fragment on %v is %v, want %v", erasure.ErrCorrupt, f.Drive, h.Key, key)
-	}
-	return data, nil
-}
-
-func (s *Server) writeShard(ctx context.Context, a *ReconstructArgs, t FragmentAt, shard []byte) error {
-	sz := int(a.ShardSize)
-	frag := erasure.AlignedBuffer(erasure.FragmentSize(sz))
-	copy(erasure.FragmentShard(frag, sz), shard)
-	key := a.key(t.Index)
-	erasure.SealFragment(frag, erasure.Header{Key: key, K: a.K, M: a.M, Pool: a.Pool, StripeLen: a.StripeLen, ShardSize: a.ShardSize})
-	d, done, err := s.drive(ctx, t.Drive, a.Share)
-	if err != nil {
-		return err
-	}
-	err = d.WriteFragment(ctx, key, frag)
-	done()
-	if err != nil {
-		return fmt.Errorf("write %v to %v: %w", key, t.Drive, err)
-	}
-	return nil
+	return stripeio.ReadFragment(ctx, d, f.Drive, st, f.Index, erasure.AlignedBuffer(st.FragmentSize()))
 }
 
 // FaultArgs injects a fault into a served drive (emulation and tests).

@@ -15,6 +15,7 @@ import (
 	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
+	"poolfs/internal/stripeio"
 )
 
 // ErrNoDrive is returned for a drive this server does not own.
@@ -44,6 +45,8 @@ type Server struct {
 	// limits keeps client writes out of the room rebuilds need
 	// (write_limit.go).
 	limits writeLimits
+	// codecs are the erasure codecs of the schemes tasks met.
+	codecs stripeio.Codecs
 	mu     struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive

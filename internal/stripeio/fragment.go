@@ -1,0 +1,147 @@
+package stripeio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+)
+
+// Drive is what stripe I/O asks of one drive. chunkstore.Drive (a local
+// drive, a storage server's RPC drive, their wrappers) has it.
+type Drive interface {
+	ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error)
+	WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error
+	DeleteFragment(ctx context.Context, key erasure.FragmentKey) error
+}
+
+// Drives finds the drive with an ID. An error means the drive cannot be
+// asked (not in the map, not reachable); it counts as a failed fetch or
+// write of the fragment on it.
+type Drives func(id placement.DriveID) (Drive, error)
+
+// MapDrives reaches drives through a cluster map, as the client's,
+// the management service's and the storage server's drive dialers do.
+type MapDrives interface {
+	Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error)
+}
+
+// OnMap returns the Drives that ds reaches through map m.
+func OnMap(ds MapDrives, m *clustermap.Map) Drives {
+	return func(id placement.DriveID) (Drive, error) {
+		d, err := ds.Drive(m, id)
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+}
+
+// Stripe is one generation of a stripe, as its commit record and scheme
+// describe it: what every fragment header of it must say.
+type Stripe struct {
+	Ino, Stripe, Gen uint64
+	K, M             int    // the stripe's own scheme (a small file's mirror is 1+M)
+	Pool             uint32 // pool the stripe belongs to
+	Len              uint32 // user bytes in the stripe
+	ShardSize        int
+}
+
+// Key returns the key of fragment i.
+func (st *Stripe) Key(i int) erasure.FragmentKey {
+	return erasure.FragmentKey{Ino: st.Ino, Stripe: st.Stripe, Gen: st.Gen, Index: uint8(i)}
+}
+
+// Header returns the header fragment i is sealed with.
+func (st *Stripe) Header(i int) erasure.Header {
+	return erasure.Header{Key: st.Key(i), K: st.K, M: st.M, Pool: st.Pool, StripeLen: st.Len, ShardSize: uint32(st.ShardSize)}
+}
+
+// FragmentSize is the size of each of the stripe's fragments.
+func (st *Stripe) FragmentSize() int { return erasure.FragmentSize(st.ShardSize) }
+
+// ReadFragment reads fragment i of st from drive id (d) into buf (or a new
+// buffer if buf is too small), checks its header against st and its
+// checksums, and returns the shard, which lies in the returned buffer's
+// memory. Errors name the fragment and the drive and wrap the drive's
+// error (chunkstore.ErrNotFound for an absent fragment), or
+// erasure.ErrCorrupt (header) or erasure.ErrChecksum (data) for bytes
+// that fail the checks.
+func ReadFragment(ctx context.Context, d Drive, id placement.DriveID, st *Stripe, i int, buf []byte) ([]byte, error) {
+	key := st.Key(i)
+	got, err := d.ReadFragment(ctx, key, 0, -1, buf[:cap(buf)])
+	if err != nil {
+		return nil, fmt.Errorf("read %v from %v: %w", key, id, err)
+	}
+	h, data, err := erasure.DecodeFragment(got)
+	if err != nil {
+		return nil, fmt.Errorf("fragment %v on %v: %w", key, id, err)
+	}
+	if h.Key != key || int(h.ShardSize) != st.ShardSize || h.StripeLen != st.Len {
+		return nil, fmt.Errorf("%w: fragment on %v is %v (shard %d, len %d), want %v (shard %d, len %d)",
+			erasure.ErrCorrupt, id, h.Key, h.ShardSize, h.StripeLen, key, st.ShardSize, st.Len)
+	}
+	return data, nil
+}
+
+// NewFragment returns a new aligned fragment buffer of st holding shard
+// where WriteFragments, which seals it, wants it.
+func NewFragment(st *Stripe, shard []byte) []byte {
+	frag := erasure.AlignedBuffer(st.FragmentSize())
+	copy(erasure.FragmentShard(frag, st.ShardSize), shard)
+	return frag
+}
+
+// Target is fragment Index of a stripe on drive Drive.
+type Target struct {
+	Index int
+	Drive placement.DriveID
+}
+
+// WriteFragments writes frags[j] as fragment targets[j].Index of st to
+// targets[j].Drive, all in parallel, and returns one error per target (nil
+// for those written). Each frags[j] must hold the shard where
+// erasure.FragmentShard puts it and FragmentSize bytes at least: it is
+// sealed (header and checksums) in place before it is written.
+func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Target, frags [][]byte) []error {
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for j, t := range targets {
+		key := st.Key(t.Index)
+		frag := frags[j][:st.FragmentSize()]
+		erasure.SealFragment(frag, st.Header(t.Index))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := at(t.Drive)
+			if err == nil {
+				err = d.WriteFragment(ctx, key, frag)
+			}
+			if err != nil {
+				errs[j] = fmt.Errorf("fragment %v on %v: %w", key, t.Drive, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// DeleteFragments removes the fragments of st named by targets, in turn,
+// best effort (an uncommitted generation's: the collector removes what is
+// left). It reports the first error.
+func DeleteFragments(ctx context.Context, at Drives, st *Stripe, targets []Target) error {
+	var errs []error
+	for _, t := range targets {
+		d, err := at(t.Drive)
+		if err == nil {
+			err = d.DeleteFragment(ctx, st.Key(t.Index))
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,172 @@
+package stripeio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+)
+
+// testStripe returns a 4+2 stripe of n user bytes with 64 KiB units, its
+// k+m shards (parity computed) and the user bytes.
+func testStripe(t *testing.T, n int) (*Stripe, [][]byte, []byte) {
+	t.Helper()
+	const k, m, unit = 4, 2, 64 << 10
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	st := &Stripe{Ino: 42, Stripe: 3, Gen: 5, K: k, M: m, Pool: 1, Len: uint32(n), ShardSize: erasure.ShardSize(n, k, unit)}
+	var cds Codecs
+	cd, err := cds.Get(k, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := make([][]byte, k+m)
+	cd.Split(data, st.ShardSize, shards)
+	if err := cd.Encode(shards); err != nil {
+		t.Fatal(err)
+	}
+	return st, shards, data
+}
+
+// writeAll writes every fragment of st to drive i of ds.
+func writeAll(t *testing.T, ds memDrives, st *Stripe, shards [][]byte) {
+	t.Helper()
+	targets := make([]Target, len(shards))
+	frags := make([][]byte, len(shards))
+	for i := range shards {
+		targets[i], frags[i] = Target{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
+	}
+	if err := errors.Join(WriteFragments(context.Background(), ds.at, st, targets, frags)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriteReadFragments: fragments written sealed read back verified,
+// shard for shard, with the header the stripe says.
+func TestWriteReadFragments(t *testing.T) {
+	ds := newMemDrives(6)
+	st, shards, _ := testStripe(t, 4*64<<10-1000)
+	writeAll(t, ds, st, shards)
+	for i := range shards {
+		h, _, err := erasure.DecodeFragment(ds[i].fragment(st.Key(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := st.Header(i); h.Key != want.Key || h.K != 4 || h.M != 2 || h.Pool != 1 || h.StripeLen != st.Len || int(h.ShardSize) != st.ShardSize {
+			t.Fatalf("fragment %d: header %+v, want %+v", i, h, want)
+		}
+		got, err := ReadFragment(context.Background(), ds[i], ds[i].id, st, i, erasure.AlignedBuffer(st.FragmentSize()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, shards[i]) {
+			t.Fatalf("fragment %d read back other bytes", i)
+		}
+	}
+}
+
+// TestReadFragmentRejects: a fragment that is missing, damaged, or of
+// another generation or length than the stripe is an error, never data.
+func TestReadFragmentRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spoil func(ds memDrives, st *Stripe, shards [][]byte)
+		want  error
+	}{
+		{"missing", func(ds memDrives, st *Stripe, _ [][]byte) {
+			_ = ds[0].DeleteFragment(context.Background(), st.Key(0))
+		}, chunkstore.ErrNotFound},
+		{"bit flip in the shard", func(ds memDrives, st *Stripe, _ [][]byte) {
+			f := ds[0].fragment(st.Key(0))
+			f[erasure.HeaderSize(st.ShardSize)+100] ^= 1
+		}, erasure.ErrChecksum},
+		{"other generation under the key", func(ds memDrives, st *Stripe, shards [][]byte) {
+			old := *st
+			old.Gen = 4
+			frag := NewFragment(&old, shards[0])
+			erasure.SealFragment(frag, old.Header(0))
+			ds[0].frags[st.Key(0)] = frag
+		}, erasure.ErrCorrupt},
+		{"other stripe length", func(ds memDrives, st *Stripe, shards [][]byte) {
+			other := *st
+			other.Len--
+			frag := NewFragment(&other, shards[0])
+			erasure.SealFragment(frag, other.Header(0))
+			ds[0].frags[st.Key(0)] = frag
+		}, erasure.ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := newMemDrives(6)
+			st, shards, _ := testStripe(t, 3*64<<10)
+			writeAll(t, ds, st, shards)
+			tc.spoil(ds, st, shards)
+			got, err := ReadFragment(context.Background(), ds[0], ds[0].id, st, 0, nil)
+			if !errors.Is(err, tc.want) || got != nil {
+				t.Fatalf("got %d bytes, error %v; want %v", len(got), err, tc.want)
+			}
+		})
+	}
+}
+
+// TestWriteFragmentsReportsEach: a failing drive fails its own fragment
+// only; the others are written.
+func TestWriteFragmentsReportsEach(t *testing.T) {
+	ds := newMemDrives(6)
+	ds[2].fail = chunkstore.ErrFull
+	st, shards, _ := testStripe(t, 64<<10)
+	targets := make([]Target, len(shards))
+	frags := make([][]byte, len(shards))
+	for i := range shards {
+		targets[i], frags[i] = Target{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
+	}
+	errs := WriteFragments(context.Background(), ds.at, st, targets, frags)
+	for i, err := range errs {
+		if (i == 2) != (err != nil) || (i == 2 && !errors.Is(err, chunkstore.ErrFull)) {
+			t.Fatalf("fragment %d: error %v", i, err)
+		}
+		if i != 2 && ds[i].fragment(st.Key(i)) == nil {
+			t.Fatalf("fragment %d not written", i)
+		}
+	}
+	if err := DeleteFragments(context.Background(), ds.at, st, targets[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if ds[0].fragment(st.Key(0)) != nil || ds[1].fragment(st.Key(1)) != nil || ds[3].fragment(st.Key(3)) == nil {
+		t.Fatal("DeleteFragments removed other fragments than it was given")
+	}
+}
+
+// TestCodecsShared: every caller of one scheme gets the same codec, and
+// a scheme no codec has is an error.
+func TestCodecsShared(t *testing.T) {
+	var cds Codecs
+	first, err := cds.Get(8, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cd, err := cds.Get(8, 2); err != nil || cd != first {
+				t.Errorf("Get(8, 2) = %p, %v; want the first codec %p", cd, err, first)
+			}
+		}()
+	}
+	wg.Wait()
+	if other, _ := cds.Get(1, 2); other == first || other.K() != 1 {
+		t.Fatalf("Get(1, 2) = %v", other)
+	}
+	if _, err := cds.Get(0, 2); err == nil {
+		t.Fatal("Get(0, 2) made a codec")
+	}
+}
