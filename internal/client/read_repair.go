@@ -55,7 +55,7 @@ func (c *Client) repairLater(m *clustermap.Map, st *stripeio.Stripe, rec meta.St
 		for _, j := range jobs {
 			key := st.Key(j.i)
 			frag := stripeio.NewFragment(st, j.shard)
-			errs := stripeio.WriteFragments(ctx, at, st, []stripeio.Target{{Index: j.i, Drive: j.id}}, [][]byte{frag})
+			errs := stripeio.WriteFragments(ctx, at, st, []stripeio.Loc{{Index: j.i, Drive: j.id}}, [][]byte{frag})
 			if err := errs[0]; err != nil {
 				c.log.Warn("read repair failed", "fragment", key.String(), "drive", j.id.String(), "err", err)
 				continue

@@ -262,10 +262,10 @@ func (c *Client) deleteFragments(m *clustermap.Map, ino meta.Ino, rec meta.Strip
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st := &stripeio.Stripe{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen}
-	var written []stripeio.Target
+	var written []stripeio.Loc
 	for i, id := range rec.Drives {
 		if errs[i] == nil {
-			written = append(written, stripeio.Target{Index: i, Drive: placement.DriveID(id)})
+			written = append(written, stripeio.Loc{Index: i, Drive: placement.DriveID(id)})
 		}
 	}
 	_ = stripeio.DeleteFragments(ctx, stripeio.OnMap(c.drives, m), st, written)

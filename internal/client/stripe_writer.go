@@ -95,10 +95,10 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	wctx := storage.Replacing(ctx, oldGen)
 	st := &stripeio.Stripe{Ino: uint64(ino), Stripe: stripe, Gen: rec.Gen, K: lay.K, M: lay.M, Pool: lay.Pool,
 		Len: uint32(l), ShardSize: s}
-	targets := make([]stripeio.Target, len(set))
+	targets := make([]stripeio.Loc, len(set))
 	frags := make([][]byte, len(set))
 	for i, d := range set {
-		targets[i], frags[i] = stripeio.Target{Index: i, Drive: d}, b.frag(i, s)
+		targets[i], frags[i] = stripeio.Loc{Index: i, Drive: d}, b.frag(i, s)
 	}
 	errs := stripeio.WriteFragments(wctx, stripeio.OnMap(c.drives, m), st, targets, frags)
 	if err := errors.Join(errs...); err != nil {

@@ -382,10 +382,10 @@ func (s *Service) scrubStripe(ctx context.Context, cds *stripeio.Codecs, pool *c
 		r.unrecoverable = true
 		return r
 	}
-	targets := make([]stripeio.Target, len(bad))
+	targets := make([]stripeio.Loc, len(bad))
 	frags := make([][]byte, len(bad))
 	for j, i := range bad {
-		targets[j], frags[j] = stripeio.Target{Index: i, Drive: placement.DriveID(rec.Drives[i])}, stripeio.NewFragment(fs, shards[i])
+		targets[j], frags[j] = stripeio.Loc{Index: i, Drive: placement.DriveID(rec.Drives[i])}, stripeio.NewFragment(fs, shards[i])
 	}
 	for j, err := range stripeio.WriteFragments(ctx, at, fs, targets, frags) {
 		i := bad[j]

@@ -203,10 +203,10 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 			return nil, fmt.Errorf("reconstruct %d/%d gen %d: %w", a.Ino, a.Stripe, a.Gen, err)
 		}
 	}
-	targets := make([]stripeio.Target, len(a.Targets))
+	targets := make([]stripeio.Loc, len(a.Targets))
 	frags := make([][]byte, len(a.Targets))
 	for j, t := range a.Targets {
-		targets[j], frags[j] = stripeio.Target{Index: t.Index, Drive: t.Drive}, stripeio.NewFragment(st, shards[t.Index])
+		targets[j], frags[j] = stripeio.Loc{Index: t.Index, Drive: t.Drive}, stripeio.NewFragment(st, shards[t.Index])
 	}
 	werrs := stripeio.WriteFragments(ctx, at, st, targets, frags)
 	if err := errors.Join(werrs...); err != nil {

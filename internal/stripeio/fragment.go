@@ -97,8 +97,8 @@ func NewFragment(st *Stripe, shard []byte) []byte {
 	return frag
 }
 
-// Target is fragment Index of a stripe on drive Drive.
-type Target struct {
+// Loc is fragment Index of a stripe on drive Drive.
+type Loc struct {
 	Index int
 	Drive placement.DriveID
 }
@@ -108,7 +108,7 @@ type Target struct {
 // for those written). Each frags[j] must hold the shard where
 // erasure.FragmentShard puts it and FragmentSize bytes at least: it is
 // sealed (header and checksums) in place before it is written.
-func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Target, frags [][]byte) []error {
+func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc, frags [][]byte) []error {
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for j, t := range targets {
@@ -134,7 +134,7 @@ func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Target
 // DeleteFragments removes the fragments of st named by targets, in turn,
 // best effort (an uncommitted generation's: the collector removes what is
 // left). It reports the first error.
-func DeleteFragments(ctx context.Context, at Drives, st *Stripe, targets []Target) error {
+func DeleteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc) error {
 	var errs []error
 	for _, t := range targets {
 		d, err := at(t.Drive)

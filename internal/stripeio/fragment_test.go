@@ -39,10 +39,10 @@ func testStripe(t *testing.T, n int) (*Stripe, [][]byte, []byte) {
 // writeAll writes every fragment of st to drive i of ds.
 func writeAll(t *testing.T, ds memDrives, st *Stripe, shards [][]byte) {
 	t.Helper()
-	targets := make([]Target, len(shards))
+	targets := make([]Loc, len(shards))
 	frags := make([][]byte, len(shards))
 	for i := range shards {
-		targets[i], frags[i] = Target{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
+		targets[i], frags[i] = Loc{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
 	}
 	if err := errors.Join(WriteFragments(context.Background(), ds.at, st, targets, frags)...); err != nil {
 		t.Fatal(err)
@@ -122,10 +122,10 @@ func TestWriteFragmentsReportsEach(t *testing.T) {
 	ds := newMemDrives(6)
 	ds[2].fail = chunkstore.ErrFull
 	st, shards, _ := testStripe(t, 64<<10)
-	targets := make([]Target, len(shards))
+	targets := make([]Loc, len(shards))
 	frags := make([][]byte, len(shards))
 	for i := range shards {
-		targets[i], frags[i] = Target{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
+		targets[i], frags[i] = Loc{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
 	}
 	errs := WriteFragments(context.Background(), ds.at, st, targets, frags)
 	for i, err := range errs {
