@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 )
@@ -37,14 +38,14 @@ func testStripe(t *testing.T, n int) (*Stripe, [][]byte, []byte) {
 }
 
 // writeAll writes every fragment of st to drive i of ds.
-func writeAll(t *testing.T, ds memDrives, st *Stripe, shards [][]byte) {
+func writeAll(t *testing.T, ds drivetest.Drives, st *Stripe, shards [][]byte) {
 	t.Helper()
 	targets := make([]Loc, len(shards))
 	frags := make([][]byte, len(shards))
 	for i := range shards {
 		targets[i], frags[i] = Loc{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
 	}
-	if err := errors.Join(WriteFragments(context.Background(), ds.at, st, targets, frags)...); err != nil {
+	if err := errors.Join(WriteFragments(context.Background(), OnMap(ds, nil), st, targets, frags)...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -52,18 +53,19 @@ func writeAll(t *testing.T, ds memDrives, st *Stripe, shards [][]byte) {
 // TestWriteReadFragments: fragments written sealed read back verified,
 // shard for shard, with the header the stripe says.
 func TestWriteReadFragments(t *testing.T) {
-	ds := newMemDrives(6)
+	ds := drivetest.NewDrives(6)
 	st, shards, _ := testStripe(t, 4*64<<10-1000)
 	writeAll(t, ds, st, shards)
 	for i := range shards {
-		h, _, err := erasure.DecodeFragment(ds[i].fragment(st.Key(i)))
+		id := placement.DriveID(i)
+		h, _, err := erasure.DecodeFragment(ds[id].Fragment(st.Key(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := st.Header(i); h.Key != want.Key || h.K != 4 || h.M != 2 || h.Pool != 1 || h.StripeLen != st.Len || int(h.ShardSize) != st.ShardSize {
 			t.Fatalf("fragment %d: header %+v, want %+v", i, h, want)
 		}
-		got, err := ReadFragment(context.Background(), ds[i], ds[i].id, st, i, erasure.AlignedBuffer(st.FragmentSize()))
+		got, err := ReadFragment(context.Background(), ds[id], id, st, i, erasure.AlignedBuffer(st.FragmentSize()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,37 +80,38 @@ func TestWriteReadFragments(t *testing.T) {
 func TestReadFragmentRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		spoil func(ds memDrives, st *Stripe, shards [][]byte)
+		spoil func(d *drivetest.Drive, st *Stripe, shards [][]byte)
 		want  error
 	}{
-		{"missing", func(ds memDrives, st *Stripe, _ [][]byte) {
-			_ = ds[0].DeleteFragment(context.Background(), st.Key(0))
+		{"missing", func(d *drivetest.Drive, st *Stripe, _ [][]byte) {
+			d.Remove(st.Key(0))
 		}, chunkstore.ErrNotFound},
-		{"bit flip in the shard", func(ds memDrives, st *Stripe, _ [][]byte) {
-			f := ds[0].fragment(st.Key(0))
-			f[erasure.HeaderSize(st.ShardSize)+100] ^= 1
+		{"bit flip in the shard", func(d *drivetest.Drive, st *Stripe, _ [][]byte) {
+			if err := d.Corrupt(st.Key(0), erasure.HeaderSize(st.ShardSize)+100, 0); err != nil {
+				panic(err)
+			}
 		}, erasure.ErrChecksum},
-		{"other generation under the key", func(ds memDrives, st *Stripe, shards [][]byte) {
+		{"other generation under the key", func(d *drivetest.Drive, st *Stripe, shards [][]byte) {
 			old := *st
 			old.Gen = 4
 			frag := NewFragment(&old, shards[0])
 			erasure.SealFragment(frag, old.Header(0))
-			ds[0].frags[st.Key(0)] = frag
+			d.Put(st.Key(0), frag)
 		}, erasure.ErrCorrupt},
-		{"other stripe length", func(ds memDrives, st *Stripe, shards [][]byte) {
+		{"other stripe length", func(d *drivetest.Drive, st *Stripe, shards [][]byte) {
 			other := *st
 			other.Len--
 			frag := NewFragment(&other, shards[0])
 			erasure.SealFragment(frag, other.Header(0))
-			ds[0].frags[st.Key(0)] = frag
+			d.Put(st.Key(0), frag)
 		}, erasure.ErrCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ds := newMemDrives(6)
+			ds := drivetest.NewDrives(6)
 			st, shards, _ := testStripe(t, 3*64<<10)
 			writeAll(t, ds, st, shards)
-			tc.spoil(ds, st, shards)
-			got, err := ReadFragment(context.Background(), ds[0], ds[0].id, st, 0, nil)
+			tc.spoil(ds[0], st, shards)
+			got, err := ReadFragment(context.Background(), ds[0], 0, st, 0, nil)
 			if !errors.Is(err, tc.want) || got != nil {
 				t.Fatalf("got %d bytes, error %v; want %v", len(got), err, tc.want)
 			}
@@ -119,27 +122,27 @@ func TestReadFragmentRejects(t *testing.T) {
 // TestWriteFragmentsReportsEach: a failing drive fails its own fragment
 // only; the others are written.
 func TestWriteFragmentsReportsEach(t *testing.T) {
-	ds := newMemDrives(6)
-	ds[2].fail = chunkstore.ErrFull
+	ds := drivetest.NewDrives(6)
+	ds[2].FailWrites(chunkstore.ErrFull)
 	st, shards, _ := testStripe(t, 64<<10)
 	targets := make([]Loc, len(shards))
 	frags := make([][]byte, len(shards))
 	for i := range shards {
 		targets[i], frags[i] = Loc{Index: i, Drive: placement.DriveID(i)}, NewFragment(st, shards[i])
 	}
-	errs := WriteFragments(context.Background(), ds.at, st, targets, frags)
+	errs := WriteFragments(context.Background(), OnMap(ds, nil), st, targets, frags)
 	for i, err := range errs {
 		if (i == 2) != (err != nil) || (i == 2 && !errors.Is(err, chunkstore.ErrFull)) {
 			t.Fatalf("fragment %d: error %v", i, err)
 		}
-		if i != 2 && ds[i].fragment(st.Key(i)) == nil {
+		if i != 2 && ds[placement.DriveID(i)].Fragment(st.Key(i)) == nil {
 			t.Fatalf("fragment %d not written", i)
 		}
 	}
-	if err := DeleteFragments(context.Background(), ds.at, st, targets[:2]); err != nil {
+	if err := DeleteFragments(context.Background(), OnMap(ds, nil), st, targets[:2]); err != nil {
 		t.Fatal(err)
 	}
-	if ds[0].fragment(st.Key(0)) != nil || ds[1].fragment(st.Key(1)) != nil || ds[3].fragment(st.Key(3)) == nil {
+	if ds[0].Fragment(st.Key(0)) != nil || ds[1].Fragment(st.Key(1)) != nil || ds[3].Fragment(st.Key(3)) == nil {
 		t.Fatal("DeleteFragments removed other fragments than it was given")
 	}
 }
