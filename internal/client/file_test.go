@@ -9,40 +9,12 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"poolfs/internal/client"
-	"poolfs/internal/cluster"
 	"poolfs/internal/meta"
 )
 
-// start starts a small embedded cluster (4+2, 64 KiB units: stripes of
-// 256 KiB) and connects a client to it.
-func start(t *testing.T) *cluster.Conn {
-	t.Helper()
-	return startWith(t, client.Options{})
-}
-
-// startWith is start with a client of options o.
-func startWith(t *testing.T, o client.Options) *cluster.Conn {
-	t.Helper()
-	direct := false
-	cfg := cluster.Config{Dir: t.TempDir(), Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2",
-		Unit: 64 << 10, DriveSize: 1 << 30, GCInterval: time.Hour, DirectIO: &direct}
-	c, err := cluster.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	conn, err := cluster.Connect(context.Background(), cfg.Dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
-func create(t *testing.T, conn *cluster.Conn, name string) *client.File {
+func create(t *testing.T, conn *conn, name string) *client.File {
 	t.Helper()
 	ctx := context.Background()
 	a, err := conn.Meta.Create(ctx, meta.RootIno, name, meta.TypeFile, 0o644, 0, 0, 0, "")
@@ -58,7 +30,7 @@ func create(t *testing.T, conn *cluster.Conn, name string) *client.File {
 
 // written creates file name holding n random bytes, written and flushed
 // through the returned handle, and returns the bytes.
-func written(t *testing.T, conn *cluster.Conn, name string, n int) (*client.File, []byte) {
+func written(t *testing.T, conn *conn, name string, n int) (*client.File, []byte) {
 	t.Helper()
 	ctx := context.Background()
 	data := make([]byte, n)
@@ -76,7 +48,7 @@ func written(t *testing.T, conn *cluster.Conn, name string, n int) (*client.File
 }
 
 // reopen opens a new handle of w's file (which sees what w flushed).
-func reopen(t *testing.T, conn *cluster.Conn, w *client.File) *client.File {
+func reopen(t *testing.T, conn *conn, w *client.File) *client.File {
 	t.Helper()
 	f, err := conn.Client.Open(context.Background(), w.Attr().Ino, "f")
 	if err != nil {

@@ -28,6 +28,17 @@ func NewDrives(n int) Drives {
 	return ds
 }
 
+// DrivesOf returns a new drive for every drive of m, with the capacity
+// the map gives it, so that a writer that runs away fills the drives as it
+// would fill real ones, rather than memory.
+func DrivesOf(m *clustermap.Map) Drives {
+	ds := Drives{}
+	for _, md := range m.Drives {
+		ds[md.ID] = NewWithCapacity(md.ID.String(), md.Capacity)
+	}
+	return ds
+}
+
 // Drive returns drive id, or an error if the set has no such drive or the
 // map says it is not up.
 func (ds Drives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
