@@ -50,6 +50,8 @@
 // usage counter to get out of date.
 // DeleteFragment does not fsync the directory: after a crash a deleted
 // fragment may come back, whole; garbage collection deletes it again.
+// A deferred write (deferred.go) skips the fdatasync and the directory
+// fsync; Sync covers all of them with one syncfs of the host file system.
 //
 // Writing in place (final name, no rename) would save only a rename: a new
 // file still needs fdatasync and a directory fsync, and it would leave torn
@@ -84,7 +86,8 @@
 // group-committed fdatasync of the segment: writers whose data is written
 // share the next fdatasync, which is still needed on preallocated extents
 // (the unwritten-extent conversion is metadata). When WriteFragment
-// returns nil the record is durable. A segment whose next record does not
+// returns nil the record is durable; a deferred write (deferred.go) skips
+// the fdatasync, and Sync runs one per segment that holds such records. A segment whose next record does not
 // fit is retired: once its last writer finishes, it is sealed (an index of
 // its live records and a trailer block written after the last record, the
 // preallocated rest truncated, fdatasync) and a fresh segment takes its

@@ -23,7 +23,8 @@ type Drive interface {
 	// fragment is either absent or whole. A write that would exceed the
 	// capacity fails with ErrFull before anything is written. frag is only
 	// read during the call; an Align-aligned frag (see AlignedBuffer) saves a
-	// copy.
+	// copy. With a Deferred context the fragment is visible and atomic on
+	// return but durable only at the next Sync (deferred.go).
 	WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error
 	// ReadFragment returns bytes [off, off+n) of a fragment, or [off, end)
 	// if n < 0. off and n (if n >= 0) must be multiples of Align and inside
@@ -39,6 +40,10 @@ type Drive interface {
 	ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error
 	// Stat reports capacity and usage.
 	Stat(ctx context.Context) (Usage, error)
+	// Sync makes every deferred write that returned before the call
+	// durable (deferred.go); with none it costs nothing. A failure is
+	// sticky: it and every later write and Sync fail with ErrFailed.
+	Sync(ctx context.Context) error
 }
 
 // Usage is the space accounting of a drive.

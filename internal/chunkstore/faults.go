@@ -137,6 +137,13 @@ func (f *FaultyDrive) ListFragments(ctx context.Context, fn func(key erasure.Fra
 	return f.d.ListFragments(ctx, fn)
 }
 
+func (f *FaultyDrive) Sync(ctx context.Context) error {
+	if err := f.before(ctx, "sync"); err != nil {
+		return err
+	}
+	return f.d.Sync(ctx)
+}
+
 func (f *FaultyDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := f.before(ctx, "stat"); err != nil {
 		return Usage{}, err

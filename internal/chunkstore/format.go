@@ -205,6 +205,9 @@ func (d *LocalDrive) Stat(ctx context.Context) (Usage, error) {
 	return u, nil
 }
 
+// Sync implements Drive.
+func (d *LocalDrive) Sync(ctx context.Context) error { return d.impl.Sync(ctx) }
+
 // CheckDir returns an error if dir no longer holds a drive: its format
 // marker is gone (the directory was removed or replaced under a running
 // drive).

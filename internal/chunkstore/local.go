@@ -31,7 +31,8 @@ type fileDrive struct {
 	tmpSeq   atomic.Uint64 // unique temp names
 	keyLocks [64]sync.Mutex
 	closed   atomic.Bool
-	failed   sticky // the drive's directory tree lost a part
+	failed   sticky         // the drive's directory tree lost a part
+	deferred deferredWrites // counted deferred writes; Sync covers them
 	// open opens fragment files: unix.Open, replaced in tests to emulate
 	// file systems without O_DIRECT.
 	open func(path string, flags int, mode uint32) (int, error)
@@ -130,7 +131,8 @@ func (d *fileDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, 
 	dirPath := d.fanoutPath(dirIdx)
 	final := dirPath + "/" + fragName(key)
 	tmp := dirPath + "/" + tmpPrefix + fragName(key) + "-" + strconv.FormatUint(d.tmpSeq.Add(1), 10)
-	if err := d.writeFile(tmp, frag); err != nil {
+	deferred := IsDeferred(ctx)
+	if err := d.writeFile(tmp, frag, !deferred); err != nil {
 		d.used.Add(-size)
 		unix.Unlink(tmp)
 		return d.ioError("write", key, err)
@@ -151,14 +153,18 @@ func (d *fileDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, 
 		d.frags.Add(1)
 	}
 	mu.Unlock()
+	if deferred {
+		d.deferred.wrote() // durable at the next Sync
+		return nil
+	}
 	if err := d.syncer.commit(dirIdx); err != nil {
 		return d.errorf("write", key, fmt.Errorf("%w: fsync directory: %w", ErrFailed, err))
 	}
 	return nil
 }
 
-// writeFile creates path with frag's bytes, durable on return.
-func (d *fileDrive) writeFile(path string, frag []byte) error {
+// writeFile creates path with frag's bytes, durable on return if sync.
+func (d *fileDrive) writeFile(path string, frag []byte, sync bool) error {
 	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC
 	direct := d.direct.Load()
 	for {
@@ -168,7 +174,7 @@ func (d *fileDrive) writeFile(path string, frag []byte) error {
 		}
 		fd, err := d.open(path, f, fileMode)
 		if err == nil {
-			err = d.writeAndSync(fd, frag, direct)
+			err = d.writeAndSync(fd, frag, direct, sync)
 			if cerr := unix.Close(fd); err == nil {
 				err = cerr
 			}
@@ -183,17 +189,46 @@ func (d *fileDrive) writeFile(path string, frag []byte) error {
 	}
 }
 
-func (d *fileDrive) writeAndSync(fd int, frag []byte, direct bool) error {
+func (d *fileDrive) writeAndSync(fd int, frag []byte, direct, sync bool) error {
 	buf := frag
 	if direct && !isAligned(frag) {
 		buf = d.bufs.get(len(frag))
 		copy(buf, frag)
 		defer d.bufs.put(buf)
 	}
-	if err := pwriteFull(fd, buf, 0); err != nil {
+	if err := pwriteFull(fd, buf, 0); err != nil || !sync {
 		return err
 	}
 	return unix.Fdatasync(fd)
+}
+
+// Sync implements Drive: one syncfs(2) of the host file system writes the
+// data and the directory entries of every deferred write at once.
+func (d *fileDrive) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.closed.Load() {
+		return fmt.Errorf("drive %s: sync: %w: closed", d.dir, ErrFailed)
+	}
+	if err := d.failed.err(); err != nil {
+		return fmt.Errorf("drive %s: sync: %w", d.dir, err)
+	}
+	if err := d.deferred.sync(d.syncFS); err != nil {
+		d.failed.set(err)
+		return fmt.Errorf("drive %s: sync: %w: syncfs: %w", d.dir, ErrFailed, err)
+	}
+	return nil
+}
+
+// syncFS syncs the file system holding the drive.
+func (d *fileDrive) syncFS() error {
+	fd, err := unix.Open(d.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Syncfs(fd)
 }
 
 func (d *fileDrive) fallback(err error) {

@@ -18,6 +18,13 @@ type segment struct {
 	direct bool // fd has O_DIRECT
 	salt   [saltSize]byte
 	sync   syncGroup
+	// deferred counts deferred records (deferred.go) and those a Sync
+	// covered.
+	deferred deferredWrites
+	// fdMu orders Sync's fdatasync before removeSegment closes fd
+	// (fdClosed, guarded by fdMu).
+	fdMu     sync.RWMutex
+	fdClosed bool
 
 	mu struct {
 		sync.Mutex

@@ -137,7 +137,8 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 	}
 	r.crc = saltedCRC(&s.salt, frag)
 	err = d.writeRecord(s, &r, frag)
-	if err == nil {
+	deferred := IsDeferred(ctx)
+	if err == nil && !deferred {
 		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })
 		if err != nil {
 			d.failed.set(err)
@@ -155,9 +156,58 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 		d.release(s)
 		return d.ioError("write", key, err)
 	}
+	if deferred {
+		s.deferred.wrote() // durable at the next Sync (or the seal)
+	}
 	d.insert(s, r)
 	d.release(s)
 	return nil
+}
+
+// Sync implements Drive: one fdatasync of each segment holding deferred
+// records no sync covered, segments in parallel (the host file system's
+// journal batches them), writers of a segment sharing its syncs.
+func (d *segmentDrive) Sync(ctx context.Context) error {
+	if err := d.enter(ctx); err != nil {
+		return fmt.Errorf("drive %s: sync: %w", d.dir, err)
+	}
+	defer d.ops.RUnlock()
+	if err := d.failed.err(); err != nil {
+		return fmt.Errorf("drive %s: sync: %w", d.dir, err)
+	}
+	d.mu.RLock()
+	var todo []*segment
+	for _, s := range d.mu.segs {
+		if s.deferred.pending() {
+			todo = append(todo, s)
+		}
+	}
+	d.mu.RUnlock()
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, s := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.deferred.sync(func() error { return d.syncSegment(s) })
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		d.failed.set(err)
+		return fmt.Errorf("drive %s: sync: %w: fdatasync: %w", d.dir, ErrFailed, err)
+	}
+	return nil
+}
+
+// syncSegment fdatasyncs s unless it was removed (its records are gone).
+func (d *segmentDrive) syncSegment(s *segment) error {
+	s.fdMu.RLock()
+	defer s.fdMu.RUnlock()
+	if s.fdClosed {
+		return nil
+	}
+	return d.fdatasync(s.fd)
 }
 
 // slotOf picks the active segment for a fragment: runs of affinityStripes
@@ -319,7 +369,10 @@ func (d *segmentDrive) removeSegment(s *segment) {
 	if err := unix.Unlink(s.path); err != nil {
 		d.log.Warn("chunkstore: remove empty segment", "path", s.path, "err", err)
 	}
+	s.fdMu.Lock()
+	s.fdClosed = true
 	unix.Close(s.fd)
+	s.fdMu.Unlock()
 }
 
 // ReadFragment implements Drive.

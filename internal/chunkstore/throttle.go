@@ -186,3 +186,12 @@ func (t *throttled) ListFragments(ctx context.Context, fn func(key erasure.Fragm
 }
 
 func (t *throttled) Stat(ctx context.Context) (Usage, error) { return t.d.Stat(ctx) }
+
+// Sync occupies the drive for one access, like a cache flush.
+func (t *throttled) Sync(ctx context.Context) error {
+	arrival := t.clock.Now()
+	if err := t.d.Sync(ctx); err != nil {
+		return err
+	}
+	return t.wait(ctx, arrival, t.m.service(0, 0))
+}

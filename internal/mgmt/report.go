@@ -129,6 +129,10 @@ func (d *reportingDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
 	return u, d.r.check(d.id, err)
 }
 
+func (d *reportingDrive) Sync(ctx context.Context) error {
+	return d.r.check(d.id, d.d.Sync(ctx))
+}
+
 // downDrive is a drive the map says is down: every call fails at once.
 type downDrive struct {
 	id    placement.DriveID
@@ -150,6 +154,8 @@ func (d downDrive) DeleteFragment(context.Context, erasure.FragmentKey) error { 
 func (d downDrive) ListFragments(context.Context, func(erasure.FragmentKey, int64, time.Time) error) error {
 	return d.err()
 }
+
+func (d downDrive) Sync(context.Context) error { return d.err() }
 
 func (d downDrive) Stat(context.Context) (chunkstore.Usage, error) {
 	return chunkstore.Usage{}, d.err()

@@ -25,9 +25,16 @@ func NewRemoteDrive(c *rpc.Client, id placement.DriveID) *RemoteDrive {
 }
 
 // WriteFragment implements chunkstore.Drive. It sends the generation ctx
-// says the write replaces (Replacing).
+// says the write replaces (Replacing) and whether it is deferred
+// (chunkstore.Deferred).
 func (r *RemoteDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
-	return r.c.Call(ctx, "storage.Write", fragArgs{Drive: r.id, Key: key, Replaces: replacedGen(ctx)}, frag, nil)
+	a := fragArgs{Drive: r.id, Key: key, Replaces: replacedGen(ctx), Deferred: chunkstore.IsDeferred(ctx)}
+	return r.c.Call(ctx, "storage.Write", a, frag, nil)
+}
+
+// Sync implements chunkstore.Drive.
+func (r *RemoteDrive) Sync(ctx context.Context) error {
+	return r.c.Call(ctx, "storage.Sync", listArgs{Drive: r.id}, nil, nil)
 }
 
 // ReadFragment implements chunkstore.Drive.

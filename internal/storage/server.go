@@ -111,6 +111,9 @@ type fragArgs struct {
 	// Replaces is, for storage.Write, the generation of the same fragment
 	// the write replaces (Replacing); 0 for none.
 	Replaces uint64 `json:"replaces,omitempty"`
+	// Deferred, for storage.Write, makes the write durable at the drive's
+	// next storage.Sync rather than at once (chunkstore.Deferred).
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 type listArgs struct {
@@ -131,6 +134,7 @@ func (s *Server) Register(r *rpc.Server) {
 	r.Handle("storage.Delete", s.handleDelete)
 	r.Handle("storage.List", s.handleList)
 	r.Handle("storage.Stat", s.handleStat)
+	r.Handle("storage.Sync", s.handleSync)
 	s.registerRecovery(r)
 	r.Handle("storage.Drives", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		return &rpc.Response{Result: s.DriveIDs()}, nil
@@ -152,6 +156,9 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.Request) (*rpc.Respon
 		return nil, err
 	}
 	defer s.gate.client(a.Drive)()
+	if a.Deferred {
+		ctx = chunkstore.Deferred(ctx)
+	}
 	if err := s.clientWrite(ctx, a.Drive, d, a.Key, a.Replaces, req.Body); err != nil {
 		return nil, err
 	}
@@ -205,11 +212,7 @@ func (s *Server) handleList(ctx context.Context, req *rpc.Request) (*rpc.Respons
 }
 
 func (s *Server) handleStat(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	var a listArgs
-	if err := json.Unmarshal(req.Args, &a); err != nil {
-		return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
-	}
-	d, err := s.Drive(a.Drive)
+	d, err := s.listDrive(req)
 	if err != nil {
 		return nil, err
 	}
@@ -218,4 +221,25 @@ func (s *Server) handleStat(ctx context.Context, req *rpc.Request) (*rpc.Respons
 		return nil, err
 	}
 	return &rpc.Response{Result: u}, nil
+}
+
+// handleSync makes the drive's deferred writes durable.
+func (s *Server) handleSync(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+	d, err := s.listDrive(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Sync(ctx); err != nil {
+		return nil, err
+	}
+	return &rpc.Response{}, nil
+}
+
+// listDrive decodes listArgs and returns the drive they name.
+func (s *Server) listDrive(req *rpc.Request) (chunkstore.Drive, error) {
+	var a listArgs
+	if err := json.Unmarshal(req.Args, &a); err != nil {
+		return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+	}
+	return s.Drive(a.Drive)
 }
