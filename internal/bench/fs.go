@@ -338,8 +338,8 @@ func (p *poolFS) RemoveAll(ctx context.Context, name string) error {
 
 func (p *poolFS) Close() error { return p.conn.Close() }
 
-// poolFile is a client.File; Close flushes, which makes data durable, so
-// Sync is a Flush too, and lets go of the File's cache.
+// poolFile is a client.File; Close flushes (the data is visible), Sync
+// makes it durable, and Close lets go of the File's cache.
 type poolFile struct{ f *client.File }
 
 func (p poolFile) ReadAt(ctx context.Context, b []byte, off int64) (int, error) {
@@ -352,7 +352,7 @@ func (p poolFile) ReadAt(ctx context.Context, b []byte, off int64) (int, error) 
 func (p poolFile) WriteAt(ctx context.Context, b []byte, off int64) (int, error) {
 	return p.f.WriteAt(ctx, b, off)
 }
-func (p poolFile) Sync(ctx context.Context) error { return p.f.Flush(ctx) }
+func (p poolFile) Sync(ctx context.Context) error { return p.f.Sync(ctx) }
 func (p poolFile) Close(ctx context.Context) error {
 	err := p.f.Flush(ctx)
 	p.f.Close()

@@ -151,8 +151,9 @@ type Client struct {
 	// buffers are still held (Options.ReadAheadTotal).
 	ahead chan struct{}
 
-	small smallFiles // when writes last fetched the map (smallfile.go)
-	space *spaceGate // admission of buffered writes (space.go)
+	small    smallFiles // when writes last fetched the map (smallfile.go)
+	unsynced unsynced   // drives with deferred writes no Sync covered (sync.go)
+	space    *spaceGate // admission of buffered writes (space.go)
 
 	refresh sync.Mutex    // held by the caller of Map fetching an old map again
 	lat     *latencies    // fragment-read latency per drive (latency.go)

@@ -18,8 +18,8 @@ import (
 // File is an open file for random-access I/O, as the FUSE mount uses it.
 //
 // Consistency is close-to-open: the attributes and stripe map are read at
-// Open; writes are buffered per stripe and become visible to others (and
-// durable) at Flush, which writes each dirty stripe as a new generation
+// Open; writes are buffered per stripe and become visible to others at
+// Flush (durable at Sync, sync.go), which writes each dirty stripe as a new generation
 // (reading and merging the committed one when the handle wrote only part of
 // it) and commits them with compare-and-set. When another writer committed a
 // stripe first (writers of disjoint ranges of one shared file, IOR's N-to-1
@@ -46,7 +46,6 @@ type File struct {
 		attr     meta.Attr
 		size     int64                     // size including unflushed writes
 		dirty    map[uint64]*dirtyStripe   // stripe number -> buffered writes
-		written  bool                      // committed stripes since the last Flush
 		openSize int64                     // committed size when opened
 		gens     map[uint64]uint64         // generations this handle committed
 		recs     map[uint64]meta.StripeRec // committed records read (close-to-open cache)
@@ -256,10 +255,26 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64,
 }
 
 // Flush writes back every buffered write and commits it: when it returns
-// nil the data is durable and visible to handles opened afterwards. It
-// returns a background write error once (f's own ErrMark).
+// nil the data is visible to handles opened afterwards, in any client, and
+// survives a crash of this process; it is durable (survives a power loss)
+// once a Sync returns (SyncFor). It returns a background write error once
+// (f's own ErrMark).
 func (f *File) Flush(ctx context.Context) error {
 	return f.FlushFor(ctx, &f.mark)
+}
+
+// Sync is Flush, then Client.Sync: when it returns nil, the data and
+// everything else this client committed before are durable (fsync).
+func (f *File) Sync(ctx context.Context) error {
+	return f.SyncFor(ctx, &f.mark)
+}
+
+// SyncFor is Sync for the descriptor whose ErrMark is m.
+func (f *File) SyncFor(ctx context.Context, m *ErrMark) error {
+	if err := f.FlushFor(ctx, m); err != nil {
+		return err
+	}
+	return f.c.Sync(ctx)
 }
 
 // FlushFor is Flush for the descriptor whose ErrMark is m. Every
@@ -272,10 +287,6 @@ func (f *File) FlushFor(ctx context.Context, m *ErrMark) error {
 	f.waitLocked()
 	err := f.writebackLocked(ctx, false)
 	f.waitLocked()
-	if err == nil && f.mu.written {
-		f.mu.written = false
-		err = f.c.syncMeta(ctx)
-	}
 	if lost := f.wb.errSince(m); lost != nil {
 		return lost
 	}
@@ -340,7 +351,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	for _, r := range recs {
 		cur[r.Stripe] = r
 	}
-	commits, err := f.writeStripesEach(ctx, "write", todo, func(s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+	commits, err := f.writeStripesEach(ctx, "write", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		old, had := cur[s]
 		d := f.mu.dirty[s]
 		// The stripe's length: as far as the file reaches into it.
@@ -360,7 +371,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 			joinInto(flat, shards, int(old.Len))
 		}
 		d.overlay(flat, 0)
-		fillShards(b, flat, lay.K, int(lay.Unit))
+		fillShards(b, flat, l, lay.K, int(lay.Unit))
 		rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
 		return meta.StripeCommit{Rec: rec, OldGen: old.Gen}, err
 	})
@@ -395,7 +406,6 @@ func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit) er
 		return fmt.Errorf("commit %s: %w", f.name, err)
 	}
 	f.mu.attr = a
-	f.mu.written = true
 	if int64(a.Size) > f.mu.size {
 		f.mu.size = int64(a.Size)
 	}
@@ -427,13 +437,18 @@ func joinInto(dst []byte, shards [][]byte, l int) {
 	}
 }
 
-// fillShards lays user bytes out in b's data shards for the full-unit
-// layout (writeStripe re-lays them out for a short stripe), zeroing the
-// rest.
-func fillShards(b *stripeBuf, flat []byte, k, unit int) {
+// fillShards lays the first l user bytes of a stripe out in b's data
+// shards for the full-unit layout: flat's, then zeros up to l (flat may
+// be shorter). writeStripe re-lays them out for a short stripe and zeroes
+// every shard's tail beyond l (stripeBuf.relayout), so nothing past l is
+// written here: a small file's flush must not clear a whole stripe.
+func fillShards(b *stripeBuf, flat []byte, l, k, unit int) {
 	for i := 0; i < k; i++ {
-		sh := b.shard(i, unit)
 		lo := i * unit
+		if lo >= l {
+			return
+		}
+		sh := b.shard(i, unit)[:min(unit, l-lo)]
 		n := 0
 		if lo < len(flat) {
 			n = copy(sh, flat[lo:])

@@ -160,8 +160,8 @@ func (f *File) preallocBatchLocked(ctx context.Context, first, last uint64, end 
 func (f *File) commitZeroStripesLocked(ctx context.Context, todo []uint64, lens map[uint64]int, size uint64) error {
 	lay := f.mu.attr.Layout
 	ino := f.mu.attr.Ino
-	commits, err := f.writeStripesEach(ctx, "preallocate", todo, func(s uint64, b *stripeBuf) (meta.StripeCommit, error) {
-		fillShards(b, nil, lay.K, int(lay.Unit))
+	commits, err := f.writeStripesEach(ctx, "preallocate", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+		fillShards(b, nil, lens[s], lay.K, int(lay.Unit))
 		rec, err := f.c.writeStripe(ctx, lay, ino, s, 0, b, lens[s])
 		return meta.StripeCommit{Rec: rec}, err
 	})
@@ -177,7 +177,6 @@ func (f *File) commitZeroStripesLocked(ctx context.Context, todo []uint64, lens 
 		return fmt.Errorf("preallocate %s: %w", f.name, err)
 	}
 	f.mu.attr = a
-	f.mu.written = true
 	for _, cm := range commits {
 		f.mu.gens[cm.Rec.Stripe] = cm.Rec.Gen
 	}

@@ -112,7 +112,7 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		// without f.mu: a writer may hold f.mu while it waits for a slot.
 		var once sync.Once
 		free := func() { once.Do(func() { <-tok }) }
-		gen, err := f.c.writeFullStripe(context.Background(), lay, ino, s, d, f.name, guess, known, free)
+		gen, err := f.c.writeFullStripe(deferred(context.Background()), lay, ino, s, d, f.name, guess, known, free)
 		free()
 		f.mu.Lock()
 		if f.mu.inflight[s] == in {
@@ -123,7 +123,6 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		if err != nil {
 			f.wb.setErr(err)
 		} else {
-			f.mu.written = true
 			f.mu.gens[s] = gen
 			delete(f.mu.recs, s)
 		}
@@ -191,7 +190,7 @@ func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.
 		pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 		b = pool.get()
 		defer pool.put(b)
-		fillShards(b, d.flat[:l], lay.K, int(lay.Unit))
+		fillShards(b, d.flat[:l], l, lay.K, int(lay.Unit))
 	}
 	old := guess
 	for attempt := 0; attempt < 50; attempt++ {

@@ -11,11 +11,12 @@ import (
 
 // writeStripesEach writes the stripes of todo, at most StripesInFlight at
 // once: build fills a pooled stripe buffer for stripe s and writes it
-// (Client.writeStripe), returning its commit. It returns the commits in
+// (Client.writeStripe) with the context it is given, whose fragment
+// writes are deferred (sync.go), returning its commit. It returns the commits in
 // todo's order; if any stripe failed, it discards the fragments of those
 // written and returns the joined errors, wrapped with op and the file's
 // name. The caller holds f.mu.
-func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, build func(s uint64, b *stripeBuf) (meta.StripeCommit, error)) ([]meta.StripeCommit, error) {
+func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, build func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error)) ([]meta.StripeCommit, error) {
 	lay := f.mu.attr.Layout
 	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	commits := make([]meta.StripeCommit, len(todo))
@@ -30,7 +31,7 @@ func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, b
 			defer func() { <-sem }()
 			b := pool.get()
 			defer pool.put(b)
-			if c, err := build(s, b); err != nil {
+			if c, err := build(deferred(ctx), s, b); err != nil {
 				errs[i] = err // commits[i] stays empty: nothing to discard
 			} else {
 				commits[i] = c

@@ -57,9 +57,15 @@ func (b *stripeBuf) frag(i, s int) []byte {
 }
 
 // relayout moves l user bytes that were read assuming full-unit shards into
-// the layout of shard size s (used for a short last stripe), zeroing tails.
+// the layout of shard size s (used for a short last stripe), and zeroes
+// every data shard beyond the user bytes it holds: a pooled buffer's
+// earlier contents are never encoded or written.
 func (b *stripeBuf) relayout(k, l, s int) {
 	if s == b.unit {
+		for i := 0; i < k; i++ {
+			lo := i * s
+			clear(b.shard(i, s)[min(max(l-lo, 0), s):])
+		}
 		return
 	}
 	flat := make([]byte, l)

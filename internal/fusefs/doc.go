@@ -12,8 +12,9 @@
 // Flush, so a file unlinked while open stays readable and writable until its
 // last close in every mount. Flush runs on every close of a descriptor with
 // write access (FUSE flush; read-only ones are FOPEN_NOFLUSH), fsync and
-// fdatasync, and the last release; when it returns, the data is durable and
-// committed.
+// fdatasync, and the last release; when it returns, the data is committed
+// and visible to every client that opens the file afterwards (durable at
+// fsync, see Durability).
 //
 // Opens and releases are cheap (opens.go): a create counts the open in the
 // transaction that makes the file, and releases are sent in batches in the
@@ -68,10 +69,16 @@
 //
 // # Durability
 //
-// Metadata changes are durable when the metadata service says so (SQLite
-// defers them, see meta.Store.Sync): fsync of a directory (Fsyncdir) calls
-// Sync (FS.syncMeta); fsync of a file flushes its data, which syncs when
-// it committed anything.
+// As Lustre and GPFS: data is visible to other clients at close and
+// durable at fsync (docs/durability.md). close flushes and commits (the
+// fragments are written deferred, client/sync.go); fsync and fdatasync of
+// a file flush it and call client.Client.Sync, which syncs the drives this
+// client wrote deferred fragments to and then the metadata service; fsync
+// of a directory (Fsyncdir) calls Client.Sync too, so a create or rename
+// is durable once its directory is fsynced, as POSIX has it. A descriptor
+// opened O_SYNC or O_DSYNC syncs after every write. The kernel sends no
+// request for sync(2) or syncfs(2) to a FUSE file system (only virtiofs
+// gets FUSE_SYNCFS), so those cannot make poolfs data durable.
 //
 // # Consistency between mounts
 //

@@ -144,6 +144,8 @@ type handle struct {
 	// cached: the kernel reads this handle through the page cache
 	// (openFlags gave it no FOPEN_DIRECT_IO).
 	cached bool
+	// dsync: opened O_SYNC or O_DSYNC, every write is synced.
+	dsync bool
 }
 
 var (
@@ -188,27 +190,29 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		write = f.TryWriteAtFor
 	}
 	n, err := write(bg(ctx), h.mark, data, off)
+	if err == nil && h.dsync {
+		// O_SYNC, O_DSYNC: durable before write(2) returns.
+		err = f.SyncFor(bg(ctx), h.mark)
+	}
 	if err != nil {
 		return uint32(n), h.fsys.errno("write", err)
 	}
 	return uint32(n), 0
 }
 
-// Flush runs at every close(2) of a descriptor of this handle.
+// Flush runs at every close(2) of a descriptor of this handle: the data
+// is committed and visible to every client that opens the file after
+// close returns, not yet durable (Fsync).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
 	return h.fsys.errno("flush", h.file().FlushFor(bg(ctx), h.mark))
 }
 
-// Fsync (and fdatasync) make the data durable and committed.
+// Fsync (and fdatasync) make the data durable: flush, then the client's
+// Sync (its deferred fragments, then the metadata service), which also
+// makes the file's create and any other metadata change durable, even
+// when there was no data to flush.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	ctx = bg(ctx)
-	err := h.file().FlushFor(ctx, h.mark)
-	if err == nil {
-		// Also makes the file's create (and any metadata change) durable,
-		// even when there was no data to flush.
-		err = h.fsys.syncMeta(ctx)
-	}
-	return h.fsys.errno("fsync", err)
+	return h.fsys.errno("fsync", h.file().SyncFor(bg(ctx), h.mark))
 }
 
 // Release is the last close of the handle.

@@ -247,14 +247,6 @@ func (s *Server) Dir() string { return s.dir }
 // next call pays for a new one (connect and handshake).
 func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-// syncMeta makes every metadata change committed so far durable, if the
-// metadata service defers durability (fsync of a file or directory).
-func (fsys *FS) syncMeta(ctx context.Context) error {
-	if s, ok := fsys.opens.Meta.(syncer); ok {
-		return s.Sync(ctx)
-	}
-	return nil
-}
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 

@@ -49,7 +49,8 @@ func (fsys *FS) openFlags(flags uint32) uint32 {
 // returns it with its FOPEN flags.
 func (fsys *FS) newHandle(of *openFile, in *fs.Inode, flags uint32) (*handle, uint32) {
 	fl := fsys.openFlags(flags)
-	return &handle{fsys: fsys, of: of, in: in, mark: of.f.Mark(), cached: fl&fuse.FOPEN_DIRECT_IO == 0}, fl
+	return &handle{fsys: fsys, of: of, in: in, mark: of.f.Mark(), cached: fl&fuse.FOPEN_DIRECT_IO == 0,
+		dsync: flags&syscall.O_DSYNC != 0}, fl
 }
 
 // mountPath is the node's path from the root of the mount ("/a/b"), one of

@@ -19,12 +19,6 @@ type mountCalls interface {
 	ReleaseAll(ctx context.Context, inos []meta.Ino) error
 }
 
-// syncer is the optional capability of a metadata service whose commits
-// become durable only at Sync (meta.Store.Sync).
-type syncer interface {
-	Sync(ctx context.Context) error
-}
-
 // opens is the metadata service as the mount's open files see it: meta
 // Open and Release, made cheap.
 //

@@ -93,5 +93,5 @@ func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {}
 // Fsyncdir makes every namespace change committed so far durable (the
 // metadata service may defer durability until asked, as POSIX allows).
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
-	return d.n.fsys.errno("fsyncdir", d.n.fsys.syncMeta(bg(ctx)))
+	return d.n.fsys.errno("fsyncdir", d.n.fsys.c.Sync(bg(ctx)))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"poolfs/internal/clustermap"
@@ -95,7 +96,13 @@ func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCRepo
 		items = items[stuck:]
 		// The commits that queued these generations must be durable before
 		// their old fragments go: else a crash could bring back metadata
-		// that points at deleted fragments.
+		// that points at deleted fragments. So must the fragments of the
+		// generations that replaced them, which clients write deferred
+		// (chunkstore.Deferred): else a power loss could take the new
+		// generation after the old one is gone.
+		if err := s.syncDrives(ctx, m); err != nil {
+			return err
+		}
 		if err := s.store.Sync(ctx); err != nil {
 			return err
 		}
@@ -128,6 +135,36 @@ func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCRepo
 		}
 	}
 	return nil
+}
+
+// syncDrives makes the deferred writes of every drive that is up durable
+// (Drive.Sync costs nothing on a drive without any).
+func (s *Service) syncDrives(ctx context.Context, m *clustermap.Map) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, d := range m.Drives {
+		if d.State != clustermap.StateUp {
+			continue
+		}
+		wg.Add(1)
+		go func(id placement.DriveID) {
+			defer wg.Done()
+			drv, err := s.drives.Drive(m, id)
+			if err == nil {
+				err = drv.Sync(ctx)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("sync %v before collecting: %w", id, err))
+				mu.Unlock()
+			}
+		}(d.ID)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // errDriveDown: the fragment is on a drive that is down; try again later.

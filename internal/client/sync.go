@@ -1,0 +1,122 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/placement"
+)
+
+// Durability (see docs/durability.md).
+//
+// A File's stripes are written as deferred fragment writes
+// (chunkstore.Deferred): when Flush (close) returns, the fragments are on
+// their drives, visible, and the stripe records are committed, so any
+// client that opens the file afterwards reads the new bytes; but neither
+// the fragments nor the commit need be durable yet. Client.Sync (fsync,
+// fdatasync, fsync of a directory, syncfs) makes them durable in order:
+// first every drive this client wrote deferred fragments to since its
+// last Sync (one Drive.Sync per drive, which covers all of them: the group
+// commit of many small files' fragments), then the metadata service
+// (meta.Store.Sync). Fragments are durable before the records that name
+// them, as far as this client's syncs decide it.
+//
+// unsynced is the set of drives with deferred writes no Sync of this
+// client covered. A drive enters it after its write returned and before
+// the commit naming the fragment, so a Sync that starts after a Flush
+// returned finds every drive that Flush wrote to.
+type unsynced struct {
+	// syncing is held for a whole Client.Sync: a Sync that starts while
+	// another runs waits for it, then syncs what is left, so it never
+	// returns before drives taken by the other are synced.
+	syncing sync.Mutex
+	mu      struct {
+		sync.Mutex
+		drives map[placement.DriveID]struct{}
+	}
+}
+
+// add records deferred writes to drives.
+func (u *unsynced) add(drives []uint32) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.mu.drives == nil {
+		u.mu.drives = map[placement.DriveID]struct{}{}
+	}
+	for _, d := range drives {
+		u.mu.drives[placement.DriveID(d)] = struct{}{}
+	}
+}
+
+// take returns the drives and empties the set.
+func (u *unsynced) take() []placement.DriveID {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ids := make([]placement.DriveID, 0, len(u.mu.drives))
+	for id := range u.mu.drives {
+		ids = append(ids, id)
+	}
+	clear(u.mu.drives)
+	return ids
+}
+
+// Sync makes everything this client wrote and committed before the call
+// durable: the fragments of its Files' stripes (Drive.Sync on every drive
+// that took deferred writes from it, in parallel), then the metadata
+// service's commits. A drive that fails to sync stays in the set, so the
+// next Sync tries it again (and a drive whose sync failed keeps failing:
+// its failure is sticky), and the error names it.
+func (c *Client) Sync(ctx context.Context) error {
+	if err := c.syncDrives(ctx); err != nil {
+		return err
+	}
+	return c.syncMeta(ctx)
+}
+
+// syncDrives syncs the drives in c.unsynced.
+func (c *Client) syncDrives(ctx context.Context) error {
+	u := &c.unsynced
+	u.syncing.Lock()
+	defer u.syncing.Unlock()
+	ids := u.take()
+	if len(ids) == 0 {
+		return nil
+	}
+	m, err := c.Map(ctx)
+	if err != nil {
+		u.add(driveNums(ids))
+		return err
+	}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := c.drives.Drive(m, id)
+			if err == nil {
+				err = d.Sync(ctx)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("sync drive %v: %w", id, err)
+				u.add([]uint32{uint32(id)})
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func driveNums(ids []placement.DriveID) []uint32 {
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		out[i] = uint32(id)
+	}
+	return out
+}
+
+// deferred marks ctx's fragment writes deferred (File writes).
+func deferred(ctx context.Context) context.Context { return chunkstore.Deferred(ctx) }
