@@ -247,7 +247,6 @@ func (s *Server) Dir() string { return s.dir }
 // next call pays for a new one (connect and handshake).
 func bg(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
-
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 
 // errno logs unexpected errors and converts err at the FUSE boundary.
