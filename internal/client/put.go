@@ -65,6 +65,12 @@ func (c *Client) Put(ctx context.Context, p string, r io.Reader, o PutOptions) (
 		cleanup()
 		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
 	}
+	// The data is durable before the rename that publishes it can be
+	// (sync.go), so the name never points at fragments a power loss took.
+	if err := c.syncDrives(ctx); err != nil {
+		cleanup()
+		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
+	}
 	if err := c.meta.Rename(ctx, dir.Ino, tmp, dir.Ino, name, 0); err != nil {
 		cleanup()
 		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
