@@ -41,7 +41,8 @@
 // inode): a read continues the stream it is nearest to, each stream has
 // its own position, count and read-ahead window, and a read that
 // continues none replaces the least recently used stream. The cache holds
-// a window for each established stream (up to Options.ReadAheadTotal),
+// a window for each established stream that read recently (up to
+// Options.ReadAheadTotal),
 // and evicts stripes that readers have moved past before any stripe read
 // ahead and not yet read, and those before the stripes streams are in. A
 // read that overlaps the File's unflushed writes is

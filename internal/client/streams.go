@@ -138,12 +138,19 @@ func (rs *readStreams) busy(sb int64) []uint64 {
 	return out
 }
 
-// active is how many established streams there are (at least 1): the
-// File's stripe cache holds a read-ahead window for each.
+// staleReads is how many reads of a File may pass without one of a
+// stream before the stream no longer counts as active: it keeps its place
+// in the list (a reader that comes back continues it), but the cache no
+// longer holds a window for it.
+const staleReads = 256
+
+// active is how many established streams read within the last
+// staleReads reads of the File (at least 1): the File's stripe cache
+// holds a read-ahead window for each.
 func (rs *readStreams) active() int {
 	n := 0
 	for _, st := range rs.list {
-		if st.established() {
+		if st.established() && rs.tick-st.used < staleReads {
 			n++
 		}
 	}

@@ -113,3 +113,54 @@ func TestSharedFileReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleStreamsLetGo: once several readers of a File have stopped and
+// one reads on, the cache shrinks back to one stream's window, so the
+// File does not keep the read-ahead stripes (and the client's read-ahead
+// budget) of readers that are gone. The bytes are checked.
+func TestStaleStreamsLetGo(t *testing.T) {
+	const (
+		stripe  = 4 * 64 << 10 // 4+2, 64 KiB units
+		xfer    = 64 << 10
+		ahead   = 4
+		readers = 8
+		inFl    = 8 // StripesInFlight
+	)
+	conn := startWith(t, client.Options{ReadAhead: ahead, ReadAheadTotal: 16 * ahead, StripesInFlight: inFl})
+	ctx := context.Background()
+	w, data := written(t, conn, "f", 160*stripe)
+	f := reopen(t, conn, w)
+	defer f.Close()
+	client.SetSeqWindow(f, 8*stripe)
+	got := make([]byte, len(data))
+	read := func(off int) {
+		t.Helper()
+		if k, err := f.ReadAt(ctx, got[off:off+xfer], int64(off)); err != nil || k != xfer {
+			t.Fatalf("read at %d: %d bytes, %v", off, k, err)
+		}
+	}
+	// Eight readers, 12 stripes apart, read two stripes each in turns.
+	for j := 0; j < 2*stripe; j += xfer {
+		for r := range readers {
+			read(r*12*stripe + j)
+		}
+	}
+	// Then the last reads on, 64 stripes (256 reads) and more, never
+	// meeting the others' streams.
+	last := (readers - 1) * 12 * stripe
+	for off := last + 2*stripe; off < len(data); off += xfer {
+		read(off)
+	}
+	for r := range readers {
+		lo, hi := r*12*stripe, r*12*stripe+2*stripe
+		if r == readers-1 {
+			hi = len(data)
+		}
+		if !bytes.Equal(got[lo:hi], data[lo:hi]) {
+			t.Fatalf("reader %d: content differs", r)
+		}
+	}
+	if h := conn.Client.ReadAheadHeld(); h > ahead+inFl {
+		t.Errorf("%d read-ahead stripes held for one reader; want at most its window and StripesInFlight (%d)", h, ahead+inFl)
+	}
+}
