@@ -239,19 +239,27 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64,
 			f.startLocked(pc.s, d)
 		}
 	}
-	if end := off + int64(len(p)); end > f.mu.size {
+	if err := f.wroteLocked(ctx, m, off+int64(len(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// wroteLocked ends a write buffered up to end: the size and mtime follow
+// it, a background write error m has not heard of is returned, and past
+// the limit of dirty stripes they are written back.
+func (f *File) wroteLocked(ctx context.Context, m *ErrMark, end int64) error {
+	if end > f.mu.size {
 		f.mu.size = end
 	}
 	f.mu.mtime = 0 // a write after an explicit mtime makes it "now" again
 	if err := f.wb.errSince(m); err != nil {
-		return 0, err
+		return err
 	}
 	if len(f.mu.dirty) > f.maxDirty() {
-		if err := f.writebackLocked(ctx, true); err != nil {
-			return 0, err
-		}
+		return f.writebackLocked(ctx, true)
 	}
-	return len(p), nil
+	return nil
 }
 
 // Flush writes back every buffered write and commits it: when it returns

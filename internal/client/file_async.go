@@ -146,6 +146,42 @@ func (f *File) waitLocked() {
 	}
 }
 
+// writeStripeBuf buffers stripe s of f as the l bytes that the data shards
+// of b hold (full-unit layout; b is a stripe buffer of f's geometry from
+// the client's pool), as WriteAt of those bytes at the stripe's offset
+// would, but without copying them: b becomes the dirty stripe's buffer,
+// and f owns it from the call on, error or not. A stripe f already holds
+// writes for, or a part of a stripe small enough to be buffered flat,
+// takes the bytes by copy. This is how Put hands over the stripes it reads its source into.
+func (f *File) writeStripeBuf(ctx context.Context, s uint64, b *stripeBuf, l int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lay := f.mu.attr.Layout
+	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
+	sb := f.stripeBytes()
+	off := int64(s) * sb
+	if f.mu.dirty[s] != nil || l < int(sb) && l <= smallDirty {
+		flat := make([]byte, l)
+		joinInto(flat, b.shards(int(lay.Unit))[:lay.K], l)
+		pool.put(b)
+		_, err := f.writeLocked(ctx, &f.mark, flat, off, true)
+		return err
+	}
+	holds, err := f.admitLocked(ctx, l, off, true)
+	if err != nil {
+		pool.put(b)
+		return err
+	}
+	d := &dirtyStripe{k: lay.K, unit: int(lay.Unit), pool: pool, sbuf: b, spans: []span{{0, l}}, held: holds[s]}
+	f.mu.cache.drop(s)
+	if d.covers(int(sb)) {
+		f.startLocked(s, d)
+	} else {
+		f.mu.dirty[s] = d
+	}
+	return f.wroteLocked(ctx, &f.mark, off+int64(l))
+}
+
 // Discard drops f's buffered writes without writing them back: it waits for
 // the stripes being written in the background (they may still commit) and
 // gives back the buffers and pool space the dirty ones hold. For a writer

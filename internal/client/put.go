@@ -97,11 +97,6 @@ func (c *Client) checkSpace(ctx context.Context, lay meta.Layout, size int64) er
 	return nil
 }
 
-// putBytes is how many bytes Put reads from its source and hands to the
-// File at once: a whole number of stripes, so each write fills stripes
-// that go to the write-behind at once.
-func putBytes(lay meta.Layout) int { return int(StripeBytes(lay)) }
-
 // writeAll writes everything r yields into the new, empty file a through a
 // File (its write-behind sends full stripes in the background while the
 // next bytes are read) and flushes it: on success every byte is committed.
@@ -115,26 +110,34 @@ func (c *Client) writeAll(ctx context.Context, a meta.Attr, r io.Reader, name st
 		return err
 	}
 	defer f.Close()
-	buf := make([]byte, putBytes(a.Layout))
+	// The source is read straight into the data shards of stripe buffers,
+	// which the File takes over: no byte is copied on its way to the
+	// drives.
+	lay := a.Layout
+	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	var off int64
-	for {
-		n, rerr := io.ReadFull(r, buf)
-		if n > 0 {
-			if _, err := f.WriteAt(ctx, buf[:n], off); err != nil {
-				f.Discard()
-				return err
-			}
-			off += int64(n)
-			if progress != nil {
-				progress(off)
-			}
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
+	for s := uint64(0); ; s++ {
+		b := pool.get()
+		l, rerr := readStripe(r, b, lay.K, int(lay.Unit))
 		if rerr != nil {
+			pool.put(b)
 			f.Discard()
 			return fmt.Errorf("read source: %w", rerr)
+		}
+		if l == 0 {
+			pool.put(b)
+			break
+		}
+		if err := f.writeStripeBuf(ctx, s, b, l); err != nil {
+			f.Discard()
+			return err
+		}
+		off += int64(l)
+		if progress != nil {
+			progress(off)
+		}
+		if int64(l) < StripeBytes(lay) {
+			break
 		}
 	}
 	if err := f.Flush(ctx); err != nil {
@@ -142,4 +145,21 @@ func (c *Client) writeAll(ctx context.Context, a meta.Attr, r io.Reader, name st
 		return err
 	}
 	return nil
+}
+
+// readStripe fills the data shards of b (full-unit layout) from r and
+// returns how many bytes it read; less than k*unit only at the end of r.
+func readStripe(r io.Reader, b *stripeBuf, k, unit int) (int, error) {
+	l := 0
+	for i := 0; i < k; i++ {
+		n, err := io.ReadFull(r, b.shard(i, unit))
+		l += n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return l, nil
+		}
+		if err != nil {
+			return l, err
+		}
+	}
+	return l, nil
 }

@@ -62,53 +62,74 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 }
 
 // TestPutGetBytes: files of every shape (empty, inside one unit, a stripe
-// exactly, stripes and a tail, more stripes than the write-behind window)
-// come back from Get byte for byte, and a File reads what Put stored.
+// exactly, stripes and a short tail, stripes and a tail of most of a
+// stripe, more stripes than the write-behind window), streamed from a
+// source of unknown size, come back from Get byte for byte, and a File
+// reads what Put stored. Twice: with stripes of 256 KiB (a full stripe is
+// no larger than a flat dirty buffer) and of 1 MiB.
 func TestPutGetBytes(t *testing.T) {
 	conn := start(t)
 	ctx := context.Background()
-	const stripe = 4 * 64 << 10
-	for _, tc := range []struct {
-		name string
-		n    int
-	}{
-		{"empty", 0},
-		{"one byte", 1},
-		{"unit minus one", 64<<10 - 1},
-		{"one stripe", stripe},
-		{"stripe plus one", stripe + 1},
-		{"beyond the write-behind window", 40*stripe + 12345},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			data := make([]byte, tc.n)
-			for i := range data {
-				data[i] = byte(rand.Uint32())
-			}
-			p := "/" + strings.ReplaceAll(tc.name, " ", "-")
-			a, err := conn.Client.Put(ctx, p, &chunkReader{data, 7777}, client.PutOptions{Size: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a.Size != uint64(tc.n) {
-				t.Fatalf("put returned size %d, want %d", a.Size, tc.n)
-			}
-			var got bytes.Buffer
-			if _, err := conn.Client.Get(ctx, p, &got, client.GetOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got.Bytes(), data) {
-				t.Fatalf("get: %d bytes differ from the %d put", got.Len(), len(data))
-			}
-			f, err := conn.Client.Open(ctx, a.Ino, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			back, err := readSeq(f, 0, int64(tc.n), 100000)
-			if err != nil || !bytes.Equal(back, data) {
-				t.Fatalf("File read of the put file: %v (equal %v)", err, bytes.Equal(back, data))
-			}
-		})
+	if err := conn.Client.Mkdir(ctx, "/wide", 0o755, false); err != nil {
+		t.Fatal(err)
+	}
+	wide, err := conn.Client.Resolve(ctx, "/wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := wide.Layout
+	l.Unit = 256 << 10
+	if err := conn.Meta.SetLayout(ctx, wide.Ino, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []struct {
+		path   string
+		stripe int
+	}{{"", 4 * 64 << 10}, {"/wide", 4 * 256 << 10}} {
+		stripe := dir.stripe
+		for _, tc := range []struct {
+			name string
+			n    int
+		}{
+			{"empty", 0},
+			{"one byte", 1},
+			{"unit minus one", 64<<10 - 1},
+			{"one stripe", stripe},
+			{"stripe plus one", stripe + 1},
+			{"stripes and most of one", 3*stripe - 5000},
+			{"beyond the write-behind window", 40*stripe + 12345},
+		} {
+			p := dir.path + "/" + strings.ReplaceAll(tc.name, " ", "-")
+			t.Run(p, func(t *testing.T) {
+				data := make([]byte, tc.n)
+				for i := range data {
+					data[i] = byte(rand.Uint32())
+				}
+				a, err := conn.Client.Put(ctx, p, &chunkReader{data, 7777}, client.PutOptions{Size: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Size != uint64(tc.n) {
+					t.Fatalf("put returned size %d, want %d", a.Size, tc.n)
+				}
+				var got bytes.Buffer
+				if _, err := conn.Client.Get(ctx, p, &got, client.GetOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got.Bytes(), data) {
+					t.Fatalf("get: %d bytes differ from the %d put", got.Len(), len(data))
+				}
+				f, err := conn.Client.Open(ctx, a.Ino, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				back, err := readSeq(f, 0, int64(tc.n), 100000)
+				if err != nil || !bytes.Equal(back, data) {
+					t.Fatalf("File read of the put file: %v (equal %v)", err, bytes.Equal(back, data))
+				}
+			})
+		}
 	}
 }
 
