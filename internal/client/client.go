@@ -116,6 +116,18 @@ type Options struct {
 	// or slow reach long-running writers and readers that meet no error.
 	MapMaxAge time.Duration
 	Logger    *slog.Logger
+	// NoDeltas turns the delta log off: a write back of a stripe written
+	// in part rewrites the whole stripe (read-modify-write), as before
+	// delta extents existed (delta.go).
+	NoDeltas bool
+	// DeltaBudget is the most bytes of delta extents one File keeps
+	// before the background fold writes the stripes with the most of
+	// them as new generations (fold.go); 0: DefaultDeltaBudget or a third
+	// of the file's size, whichever is larger.
+	DeltaBudget int64
+	// FoldsInFlight bounds the stripes the client folds at once (default
+	// DefaultFoldsInFlight).
+	FoldsInFlight int
 	// OnRepair, if set, is called for each fragment a read found damaged
 	// or missing and rewrote on drive id (read repair), so that the
 	// repairs are counted where operators look (mgmt.RepairBatcher).
@@ -159,6 +171,11 @@ type Client struct {
 	lat     *latencies    // fragment-read latency per drive (latency.go)
 	repairs chan struct{} // a token per background read repair (read_repair.go)
 	codecs  stripeio.Codecs
+	folds   chan struct{} // a token per stripe being folded (fold.go)
+	// foldWritten, if set (tests), runs when a fold's fragments are
+	// written, before its commit; false stops the fold there, as a crash
+	// would (no commit, no cleanup).
+	foldWritten func(rec meta.StripeRec) bool
 
 	mu struct {
 		sync.Mutex
@@ -194,11 +211,15 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.FoldsInFlight <= 0 {
+		opts.FoldsInFlight = DefaultFoldsInFlight
+	}
 	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
 		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight),
 		ahead:       make(chan struct{}, opts.ReadAheadTotal),
 		lat:         newLatencies(opts.HedgeFloor, opts.HedgeFactor),
-		repairs:     make(chan struct{}, opts.RepairsInFlight)}
+		repairs:     make(chan struct{}, opts.RepairsInFlight),
+		folds:       make(chan struct{}, opts.FoldsInFlight)}
 	c.space = newSpaceGate(m)
 	return c
 }

@@ -113,6 +113,15 @@ func (d *dirtyStripe) end() int {
 	return d.spans[len(d.spans)-1].b
 }
 
+// bytes is the number of bytes the spans cover.
+func (d *dirtyStripe) bytes() int {
+	n := 0
+	for _, sp := range d.spans {
+		n += sp.b - sp.a
+	}
+	return n
+}
+
 // covers reports whether the spans cover [0, n).
 func (d *dirtyStripe) covers(n int) bool { return covering(d.spans, n) }
 

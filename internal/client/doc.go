@@ -51,6 +51,19 @@
 // (ErrWouldBlock instead, having changed nothing): the mount serves small
 // requests with them on the thread that received them.
 //
+// Small writes (delta.go, fold.go; docs/small-writes.md): a stripe the
+// handle wrote only in small part, over a committed generation, is not
+// rewritten whole at write-back: its bytes are packed with others of the
+// file into a log stripe (an ordinary stripe numbered from
+// meta.LogStripeBase on) and committed as delta extents over the
+// stripe's generation, with compare-and-set on it. Reads lay a stripe's
+// extents over its generation's bytes; every commit of a new generation
+// states the last extent its writer read, so no extent is lost to a
+// concurrent rewrite. The handle folds stripes with many extents (or
+// its fullest, over Options.DeltaBudget) into new generations in the
+// background; a fold that crashes or conflicts leaves the extents in
+// force and its fragments as garbage.
+//
 // Times and space (file_attr.go, file_alloc.go): an mtime set through
 // File.Setattr is kept by the commits of writes buffered before it, until
 // the next write. Preallocate stores the holes of a range as stripes of

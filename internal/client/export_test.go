@@ -1,5 +1,7 @@
 package client
 
+import "poolfs/internal/meta"
+
 // SetSeqWindow sets how far from an established stream a read still
 // counts as part of it (seqWindow), so that tests of several streams on
 // one file need not write files larger than it.
@@ -8,3 +10,8 @@ func SetSeqWindow(f *File, w int64) {
 	defer f.mu.Unlock()
 	f.mu.streams.window = w
 }
+
+// SetFoldWritten makes every fold of c call fn once its fragments are
+// written, before the commit; fn returning false stops the fold there as a
+// crash would (no commit, no cleanup).
+func SetFoldWritten(c *Client, fn func(rec meta.StripeRec) bool) { c.foldWritten = fn }

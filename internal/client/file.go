@@ -21,7 +21,8 @@ import (
 // Open; writes are buffered per stripe and become visible to others at
 // Flush (durable at Sync, sync.go), which writes each dirty stripe as a new generation
 // (reading and merging the committed one when the handle wrote only part of
-// it) and commits them with compare-and-set. When another writer committed a
+// it), or a small part of a stripe as delta extents in a log stripe
+// (delta.go), and commits them with compare-and-set. When another writer committed a
 // stripe first (writers of disjoint ranges of one shared file, IOR's N-to-1
 // pattern), Flush re-reads that stripe, re-applies this handle's ranges and
 // tries again, so no writer's bytes are lost.
@@ -57,6 +58,7 @@ type File struct {
 		// the last write: commits keep it instead of taking the time of
 		// the flush (file_attr.go).
 		mtime int64
+		fold  foldState // delta extents known and folds running (fold.go)
 	}
 }
 
@@ -342,7 +344,8 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 
 // writeStripesLocked writes the given dirty stripes as new generations
 // (merging the committed ones where the handle wrote only part) and commits
-// them in one transaction.
+// them in one transaction; stripes written in small part go to the delta
+// log first, in a transaction of their own (logDeltasLocked).
 //
 // The stripe's new length is as far as the handle's view of the file
 // reaches into it, or the committed length if that is longer (another
@@ -359,6 +362,25 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	for _, r := range recs {
 		cur[r.Stripe] = r
 	}
+	// Stripes written in small part over a committed generation go to
+	// the delta log (delta.go); unless a full write of the stripe is still
+	// in flight, whose commit would replace the extents.
+	var logged, rest []uint64
+	for _, s := range todo {
+		if old, had := cur[s]; had && !cut && f.mu.inflight[s] == nil && f.deltaOKLocked(f.mu.dirty[s], old) {
+			logged = append(logged, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	if len(logged) > 0 {
+		if err := f.logDeltasLocked(ctx, logged, cur); err != nil {
+			return err
+		}
+	}
+	if todo = rest; len(todo) == 0 {
+		return nil
+	}
 	commits, err := f.writeStripesEach(ctx, "write", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		old, had := cur[s]
 		d := f.mu.dirty[s]
@@ -369,19 +391,21 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 			l = max(l, int(old.Len))
 		}
 		flat := make([]byte, l)
+		deltas := meta.FoldAll // written whole: replaces any extents
 		if had && !d.covers(l) {
-			shards, err := f.c.readStripe(ctx, lay, ino, old, b, f.name)
+			shards, err := f.c.readStripeDeltas(ctx, lay, ino, old, b, f.name)
 			if err != nil {
 				return meta.StripeCommit{}, err
 			}
 			// Move the committed bytes into full-unit layout, then lay
 			// this handle's ranges over them.
 			joinInto(flat, shards, int(old.Len))
+			deltas = maxDeltaSeq(old)
 		}
 		d.overlay(flat, 0)
 		fillShards(b, flat, l, lay.K, int(lay.Unit))
 		rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
-		return meta.StripeCommit{Rec: rec, OldGen: old.Gen}, err
+		return meta.StripeCommit{Rec: rec, OldGen: old.Gen, Deltas: deltas}, err
 	})
 	if err != nil {
 		return err
@@ -393,6 +417,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 	for _, cm := range commits {
 		f.mu.gens[cm.Rec.Stripe] = cm.Rec.Gen
 		delete(f.mu.recs, cm.Rec.Stripe)
+		f.mu.fold.set(cm.Rec.Stripe, 0, 0) // its extents are gone
 	}
 	for _, s := range todo {
 		f.mu.cache.drop(s)

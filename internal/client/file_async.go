@@ -247,7 +247,7 @@ func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.
 		}
 		written()
 		end := int64(s)*StripeBytes(lay) + int64(l)
-		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old}}, uint64(end), time.Now().UnixNano())
+		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old, Deltas: meta.FoldAll}}, uint64(end), time.Now().UnixNano())
 		if err == nil {
 			return rec.Gen, nil
 		}

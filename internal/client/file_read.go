@@ -256,7 +256,7 @@ func (f *File) fillLocked(rec meta.StripeRec, release func(), taken bool) *cache
 func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRec, lay meta.Layout, ino meta.Ino, name string) {
 	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	b := pool.get()
-	shards, err := c.readStripe(ctx, lay, ino, rec, b, name)
+	shards, err := c.readStripeDeltas(ctx, lay, ino, rec, b, name)
 	if err != nil {
 		pool.put(b)
 		e.err = err
@@ -333,7 +333,7 @@ func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 	}
 	clear(dst)
 	if direct && c.readParts(ctx, m, ino, rec, parts, dst) {
-		return nil
+		return c.overlayDeltas(ctx, lay, ino, rec, in, dst, name)
 	}
 	e := newCacheEntry(rec.Gen, 2)
 	c.fillEntry(ctx, e, rec, lay, ino, name)

@@ -168,7 +168,7 @@ type StripeCommit struct {
 
 // FoldAll in StripeCommit.Deltas says the new generation replaces the
 // stripe's content whole (a full-stripe write), extents included.
-const FoldAll = math.MaxUint64
+const FoldAll uint64 = math.MaxUint64
 
 // StripeRef names one committed stripe generation (an entry of the PG index).
 type StripeRef struct {

@@ -1,0 +1,233 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"poolfs/internal/meta"
+)
+
+// Small writes go to a delta log (docs/small-writes.md).
+//
+// A dirty stripe that the handle wrote only in part, over a committed
+// generation, is not merged into a new generation of the whole stripe
+// when it is written back: its dirty bytes are packed, with those of the
+// other such stripes of the same writeback, into log stripes of the file,
+// ordinary stripes numbered from meta.LogStripeBase on, and committed as
+// delta extents over the stripes' generations (meta.Store.CommitDeltas,
+// compare-and-set on those generations). A read lays a stripe's extents,
+// in commit order, over its generation's bytes. The background fold
+// (fold.go) writes stripes with many delta bytes as new generations and
+// drops their extents. The log stripes' fragments are durable before the
+// commit that makes them reachable, so there is no write hole either way.
+
+// deltaMinECShard is the smallest shard a log stripe is erasure-coded
+// with: below it a log stripe is a mirror of 1+M copies (as a small
+// file's stripe is), which writes fewer, larger fragments.
+const deltaMinECShard = 64 << 10
+
+// logLayout returns the layout a log stripe of l bytes of a file with
+// layout lay is written with: lay when every data fragment gets at least
+// deltaMinECShard bytes, else a mirror of 1+M copies (l is at most one
+// unit then).
+func logLayout(lay meta.Layout, l int) meta.Layout {
+	if lay.K == 1 || l >= lay.K*deltaMinECShard || l > int(lay.Unit) {
+		return lay
+	}
+	lay.K, lay.Mirror = 1, true
+	return lay
+}
+
+// deltaOKLocked reports whether dirty stripe d over committed record old
+// is written back as delta extents: it must lie within the committed
+// stripe (extents change no length) and hold less than half of it (a
+// stripe written mostly anew is cheaper rewritten whole).
+func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
+	if f.c.opts.NoDeltas || old.Gen == 0 || d.end() > int(old.Len) {
+		return false
+	}
+	return 2*d.bytes() < int(f.stripeBytes())
+}
+
+// logBuf is one log stripe being packed: its bytes and the extents they
+// are.
+type logBuf struct {
+	flat   []byte
+	deltas []meta.Delta
+}
+
+// packDeltasLocked packs the dirty bytes of stripes todo into log
+// stripes of at most one stripe's bytes each, as extents over the
+// generations of cur.
+func (f *File) packDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec) []*logBuf {
+	sb := int(f.stripeBytes())
+	var logs []*logBuf
+	lb := &logBuf{}
+	for _, s := range todo {
+		d := f.mu.dirty[s]
+		for _, sp := range d.spans {
+			for a := sp.a; a < sp.b; {
+				if len(lb.flat) == sb {
+					logs, lb = append(logs, lb), &logBuf{}
+				}
+				n := min(sp.b-a, sb-len(lb.flat))
+				at := len(lb.flat)
+				lb.flat = append(lb.flat, make([]byte, n)...)
+				d.overlay(lb.flat[at:], a)
+				lb.deltas = append(lb.deltas, meta.Delta{Stripe: s, Off: uint32(a), Len: uint32(n),
+					LogOff: uint32(at), BaseGen: cur[s].Gen})
+				a += n
+			}
+		}
+	}
+	if len(lb.flat) > 0 {
+		logs = append(logs, lb)
+	}
+	return logs
+}
+
+// logDeltasLocked writes the dirty bytes of stripes todo (each over its
+// committed record in cur) into log stripes and commits them as delta
+// extents. On error nothing is committed, and the log stripes' fragments
+// are deleted (best effort; the collector finds what is left).
+func (f *File) logDeltasLocked(ctx context.Context, todo []uint64, cur map[uint64]meta.StripeRec) error {
+	lay := f.mu.attr.Layout
+	ino := f.mu.attr.Ino
+	logs := f.packDeltasLocked(todo, cur)
+	// Log stripe numbers: LogStripeBase | a generation-like number
+	// (time and random bits), distinct within the batch; one taken by
+	// another writer makes the commit a conflict.
+	idx, nos := make([]uint64, len(logs)), make([]uint64, len(logs))
+	var prev uint64
+	for i := range logs {
+		prev = newGen(prev)
+		idx[i], nos[i] = uint64(i), meta.LogStripeBase|prev
+	}
+	commits, err := f.writeStripesEach(ctx, "write delta log of", idx, func(ctx context.Context, i uint64, b *stripeBuf) (meta.StripeCommit, error) {
+		lb := logs[i]
+		fillShards(b, lb.flat, len(lb.flat), lay.K, int(lay.Unit))
+		rec, err := f.c.writeStripe(ctx, logLayout(lay, len(lb.flat)), ino, nos[i], 0, b, len(lb.flat))
+		return meta.StripeCommit{Rec: rec}, err
+	})
+	if err != nil {
+		return err
+	}
+	lcs := make([]meta.LogCommit, len(logs))
+	for i, cm := range commits {
+		lcs[i] = meta.LogCommit{Rec: cm.Rec, Deltas: logs[i].deltas}
+	}
+	mtime := f.mu.mtime
+	if mtime == 0 {
+		mtime = time.Now().UnixNano()
+	}
+	a, err := f.c.meta.CommitDeltas(ctx, ino, lcs, mtime)
+	if err != nil {
+		f.discard(ctx, commits)
+		if errors.Is(err, meta.ErrPoolFull) {
+			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
+		}
+		return fmt.Errorf("commit %s: %w", f.name, err)
+	}
+	size := f.mu.size
+	f.mu.attr = a
+	f.mu.size = max(size, int64(a.Size))
+	for _, s := range todo {
+		delete(f.mu.recs, s)
+		f.mu.cache.drop(s)
+	}
+	f.noteDeltasLocked(todo, cur, logs)
+	return nil
+}
+
+// readStripeDeltas is readStripe with rec's delta extents laid over the
+// shards it returns: a stripe's content.
+func (c *Client) readStripeDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
+	shards, err := c.readStripe(ctx, lay, ino, rec, b, name)
+	if err != nil || len(rec.Deltas) == 0 {
+		return shards, err
+	}
+	err = c.eachDelta(ctx, lay, ino, rec, 0, int(rec.Len), name, func(at int, p []byte) {
+		s := int(rec.ShardSize)
+		for len(p) > 0 {
+			n := copy(shards[at/s][at%s:], p)
+			p, at = p[n:], at+n
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return shards, nil
+}
+
+// overlayDeltas copies rec's extents over dst, which holds bytes [in,
+// in+len(dst)) of rec's generation.
+func (c *Client) overlayDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, in int, dst []byte, name string) error {
+	if len(rec.Deltas) == 0 {
+		return nil
+	}
+	return c.eachDelta(ctx, lay, ino, rec, in, in+len(dst), name, func(at int, p []byte) {
+		copy(dst[at-in:], p)
+	})
+}
+
+// eachDelta reads the parts of rec's extents within stripe bytes [lo, hi)
+// from their log stripes, in parallel (ranged reads), and then calls put
+// with each part's stripe offset and bytes in commit order, so later
+// extents win. Parts that a later extent covers whole are not read.
+func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, lo, hi int, name string, put func(at int, p []byte)) error {
+	type part struct {
+		d    meta.Delta
+		a, b int
+		buf  []byte
+	}
+	var parts []*part
+	for i, d := range rec.Deltas {
+		a, b := max(int(d.Off), lo), min(int(d.Off)+int(d.Len), hi)
+		if a >= b || coveredLater(rec.Deltas[i+1:], a, b) {
+			continue
+		}
+		parts = append(parts, &part{d: d, a: a, b: b})
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.buf = make([]byte, p.b-p.a)
+			lr := p.d.LogRec
+			if err := c.readRange(ctx, lay, ino, lr, int(p.d.LogOff)+p.a-int(p.d.Off), p.buf, name); err != nil {
+				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", p.d.Seq, rec.Stripe, p.d.Log, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		put(p.a, p.buf)
+	}
+	return nil
+}
+
+// coveredLater reports whether one of the extents ds covers [a, b) whole.
+func coveredLater(ds []meta.Delta, a, b int) bool {
+	for _, d := range ds {
+		if int(d.Off) <= a && int(d.Off)+int(d.Len) >= b {
+			return true
+		}
+	}
+	return false
+}
+
+// maxDeltaSeq is the sequence number of rec's last extent (0: none).
+func maxDeltaSeq(rec meta.StripeRec) uint64 {
+	if n := len(rec.Deltas); n > 0 {
+		return rec.Deltas[n-1].Seq
+	}
+	return 0
+}

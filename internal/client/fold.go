@@ -1,0 +1,251 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"poolfs/internal/meta"
+)
+
+// Folding delta extents into stripes.
+//
+// The handle that commits delta extents (delta.go) keeps, per stripe, the
+// bytes of extents it knows of (its own and those it read with the
+// records at writeback) and folds in the background: a stripe whose
+// extents reach foldCover of its bytes or foldExtents extents, and, while
+// the File's delta bytes exceed its budget (Options.DeltaBudget), the
+// stripes with the most delta bytes first. A fold reads the stripe with
+// its extents, writes the result as a new generation and commits it with
+// FoldStripes, a compare-and-set on the generation and on the last
+// extent read: a writer that committed an extent or a generation since
+// makes the fold a conflict, its fragments are deleted and the extents
+// stay. A crash between the fragments and the commit leaves the extents
+// valid and the fragments as garbage for the collector (their generation
+// was never committed). At most Options.FoldsInFlight stripes are folded
+// at once per client.
+
+// DefaultFoldsInFlight is Options.FoldsInFlight's default.
+const DefaultFoldsInFlight = 2
+
+// DefaultDeltaBudget is the least delta bytes a File keeps before it
+// folds to stay within its budget (see Options.DeltaBudget).
+const DefaultDeltaBudget = 64 << 20
+
+// foldCover is the part of a stripe (numerator over 4) whose delta bytes
+// make it folded at once: rewriting the stripe then costs (K+M)/K × 4/3
+// drive bytes per delta byte.
+const foldCover = 3
+
+// foldExtents is the number of extents of a stripe that make it folded
+// at once, bounding what a read of it lays over its generation.
+const foldExtents = 256
+
+// foldState is what a File knows of its delta extents. Guarded by File.mu.
+type foldState struct {
+	bytes   map[uint64]int64 // delta bytes per stripe
+	extents map[uint64]int   // extents per stripe
+	total   int64
+	running map[uint64]bool // stripes being folded
+}
+
+func (fs *foldState) set(s uint64, bytes int64, extents int) {
+	if fs.bytes == nil {
+		fs.bytes, fs.extents, fs.running = map[uint64]int64{}, map[uint64]int{}, map[uint64]bool{}
+	}
+	fs.total += bytes - fs.bytes[s]
+	if bytes == 0 {
+		delete(fs.bytes, s)
+		delete(fs.extents, s)
+		return
+	}
+	fs.bytes[s], fs.extents[s] = bytes, extents
+}
+
+// noteDeltasLocked records the extents stripes todo have after a commit
+// of logs over the records cur, and starts the folds that makes due.
+func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, logs []*logBuf) {
+	add := map[uint64]int64{}
+	n := map[uint64]int{}
+	for _, lb := range logs {
+		for _, d := range lb.deltas {
+			add[d.Stripe] += int64(d.Len)
+			n[d.Stripe]++
+		}
+	}
+	for _, s := range todo {
+		b, k := add[s], n[s]
+		for _, d := range cur[s].Deltas {
+			b += int64(d.Len)
+			k++
+		}
+		f.mu.fold.set(s, b, k)
+	}
+	f.scheduleFoldsLocked()
+}
+
+// budgetLocked is the most delta bytes the File keeps.
+func (f *File) budgetLocked() int64 {
+	if b := f.c.opts.DeltaBudget; b > 0 {
+		return b
+	}
+	return max(DefaultDeltaBudget, f.mu.size/3)
+}
+
+// scheduleFoldsLocked starts the folds that are due.
+func (f *File) scheduleFoldsLocked() {
+	fs := &f.mu.fold
+	sb := f.stripeBytes()
+	var due []uint64
+	for s, b := range fs.bytes {
+		if !fs.running[s] && (4*b >= foldCover*sb || fs.extents[s] >= foldExtents) {
+			due = append(due, s)
+		}
+	}
+	over := fs.total - f.budgetLocked()
+	if over > 0 {
+		// Down to three quarters of the budget, the fullest stripes first.
+		over += f.budgetLocked() / 4
+		for _, s := range due {
+			over -= fs.bytes[s]
+		}
+		for s := range fs.running {
+			over -= fs.bytes[s]
+		}
+		var rest []uint64
+		for s := range fs.bytes {
+			if !fs.running[s] && !slices.Contains(due, s) {
+				rest = append(rest, s)
+			}
+		}
+		slices.SortFunc(rest, func(a, b uint64) int { return cmp.Compare(fs.bytes[b], fs.bytes[a]) })
+		for _, s := range rest {
+			if over <= 0 {
+				break
+			}
+			due = append(due, s)
+			over -= fs.bytes[s]
+		}
+	}
+	for _, s := range due {
+		fs.running[s] = true
+		go f.foldInBackground(s)
+	}
+}
+
+// foldInBackground folds stripe s (a slot of the client's folds first).
+// An error leaves the extents as they are; the stripe is tried again
+// when a later writeback notes its extents.
+func (f *File) foldInBackground(s uint64) {
+	f.c.folds <- struct{}{}
+	f.mu.Lock()
+	lay, ino := f.mu.attr.Layout, f.mu.attr.Ino
+	f.mu.Unlock()
+	gen, err := f.c.fold(context.Background(), lay, ino, s, f.name)
+	<-f.c.folds
+	if err != nil && !errors.Is(err, meta.ErrConflict) && !errors.Is(err, meta.ErrNotFound) {
+		f.c.log.Warn("fold delta extents", "file", f.name, "stripe", s, "err", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.mu.fold.running, s)
+	if err == nil {
+		f.foldedLocked(s, gen)
+	}
+	if len(f.mu.fold.running) == 0 {
+		f.wb.idle.Broadcast()
+	}
+}
+
+// foldedLocked forgets what f knew of stripe s after a fold committed
+// generation gen (0: the stripe had no extents).
+func (f *File) foldedLocked(s, gen uint64) {
+	f.mu.fold.set(s, 0, 0)
+	if gen == 0 {
+		return
+	}
+	delete(f.mu.recs, s)
+	f.mu.cache.drop(s)
+	if _, ok := f.mu.gens[s]; ok {
+		f.mu.gens[s] = gen
+	}
+}
+
+// WaitFolds waits until no fold of f runs.
+func (f *File) WaitFolds() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.mu.fold.running) > 0 {
+		f.wb.idle.Wait()
+	}
+}
+
+// FoldAll folds every committed stripe of f that has delta extents, now
+// and in the calling goroutine (tests and tools; writes fold by
+// themselves in the background). Buffered writes are not flushed.
+func (f *File) FoldAll(ctx context.Context) error {
+	f.WaitFolds()
+	f.mu.Lock()
+	lay, ino, size := f.mu.attr.Layout, f.mu.attr.Ino, int64(f.mu.attr.Size)
+	f.mu.Unlock()
+	if size == 0 {
+		return nil
+	}
+	sb := StripeBytes(lay)
+	recs, err := f.c.meta.Stripes(ctx, ino, 0, uint64((size-1)/sb))
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if len(r.Deltas) == 0 {
+			continue
+		}
+		gen, err := f.c.fold(ctx, lay, ino, r.Stripe, f.name)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.foldedLocked(r.Stripe, gen)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// fold writes stripe s of file ino with its delta extents as a new
+// generation and commits it with FoldStripes, returning the generation
+// (0 if the stripe has no extents). On a failed commit the new fragments
+// are deleted (best effort).
+func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, name string) (uint64, error) {
+	recs, err := c.meta.Stripes(ctx, ino, s, s)
+	if err != nil || len(recs) == 0 || len(recs[0].Deltas) == 0 {
+		return 0, err
+	}
+	rec := recs[0]
+	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
+	b := pool.get()
+	defer pool.put(b)
+	shards, err := c.readStripeDeltas(ctx, lay, ino, rec, b, name)
+	if err != nil {
+		return 0, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
+	}
+	flat := make([]byte, rec.Len)
+	joinInto(flat, shards, int(rec.Len))
+	fillShards(b, flat, int(rec.Len), lay.K, int(lay.Unit))
+	nrec, err := c.writeStripe(ctx, lay, ino, s, rec.Gen, b, int(rec.Len))
+	if err != nil {
+		return 0, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
+	}
+	if c.foldWritten != nil && !c.foldWritten(nrec) {
+		return 0, fmt.Errorf("fold stripe %d of %s: stopped before the commit", s, name)
+	}
+	err = c.meta.FoldStripes(ctx, ino, []meta.StripeCommit{{Rec: nrec, OldGen: rec.Gen, Deltas: maxDeltaSeq(rec)}})
+	if err != nil {
+		if m, merr := c.Map(ctx); merr == nil {
+			c.deleteFragments(m, ino, nrec, make([]error, len(nrec.Drives)))
+		}
+		return 0, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
+	}
+	return nrec.Gen, nil
+}
