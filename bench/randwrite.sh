@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Small random writes into one large file: fio O_DIRECT, libaio, iodepth 16,
+# 64 KiB and then 4 KiB random writes into a SIZE file laid out first by a
+# sequential 1 MiB write, on the local file system and through the poolfs
+# FUSE mount (`poolfs up --mount`, 12 drives, 8+2, 1 MiB unit) in the same
+# run, the phases of the two sides interleaved. It reports, per phase:
+#
+#   - MB/s of each side and poolfs / fio: user bytes over the wall time of
+#     the fio command, end_fsync included (all writes durable);
+#   - drive bytes written per user byte: the growth of the pool's
+#     `written` counter (`poolfs status --json`: fragment bytes stored on
+#     the drives, rebuild, fold and collection traffic included) from
+#     before the phase until it stops growing after it, over fio's bytes;
+#     beside it the `poolfs up` process's write_bytes (/proc/PID/io), which
+#     also counts the metadata store, record headers and segment indexes;
+#   - the on-disk size of the cluster directory (du, blocks), sampled every
+#     second through the run, after each phase settled and after
+#     `poolfs gc`, against the raw bytes of the live data, (K+M)/K x SIZE.
+#
+# The random phases are bounded by RUNTIME seconds each (size-based with a
+# run-time cap, not time-based, so that fio's offsets and data are one
+# reproducible stream). At the end the file read back through the mount must
+# equal, byte for byte, a reference copy written on the local file system by
+# the same fio jobs (same seeds) replayed for exactly the number of I/Os
+# each poolfs phase made.
+#
+#   bench/randwrite.sh [SIZE_MIB=4096] [RUNTIME_SEC=60] [WORKDIR=./bench/out/randwrite]
+#
+# Needs root (drop caches), fio with libaio and /dev/fuse; takes about
+# 2 x 2 x RUNTIME plus the layouts, the settling (POOLFS_SETTLE_SEC, default
+# 120, at most per phase) and the reference. POOLFS_MOUNT_FLAGS adds
+# `poolfs up` flags. POOLFS_GARBAGE_BUDGET_MIB, if set, is the garbage budget
+# the on-disk target allows beyond 1.5x the raw live bytes. Prints Markdown.
+set -euo pipefail
+size_mib=${1:-4096}
+runtime=${2:-60}
+work=${3:-./bench/out/randwrite}
+settle_max=${POOLFS_SETTLE_SEC:-120}
+k=8 m=2
+source "$(dirname "$0")/lib.sh"
+command -v fio >/dev/null || { echo "randwrite.sh: needs fio" >&2; exit 1; }
+bench_build
+rm -rf "$work"; mkdir -p "$work"/{local,mnt}; work=$(cd "$work" && pwd)
+cluster=$work/cluster
+haltpoll_apply
+cleanup() {
+  haltpoll_restore
+  [ -n "${du_pid:-}" ] && kill "$du_pid" 2>/dev/null
+  stop_all "$work/mnt"
+  rm -rf "$cluster" "$work/local"
+}
+trap cleanup EXIT
+
+"$bin" up -c "$cluster" --listen 127.0.0.1:0 --drives 12 --scheme $k+$m --unit 1M \
+  ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+up_pid=$!
+waitmount "$work/mnt"
+
+# The largest on-disk size of the cluster directory seen, sampled every
+# second in the background into $work/du.max.
+echo 0 >"$work/du.max"
+# du_now -> that size now (files removed while du walks are skipped).
+du_now() { { du -sB1 "$cluster" 2>/dev/null || true; } | cut -f1; }
+echo 0 >"$work/du.max"
+( while sleep 1; do
+    n=$(du_now)
+    if [ "${n:-0}" -gt "$(cat "$work/du.max")" ]; then echo "$n" >"$work/du.max"; fi
+  done ) & du_pid=$!
+
+# written -> fragment bytes the pool's drives stored since `poolfs up` began.
+written() {
+  "$bin" status -c "$cluster" --json | python3 -c "import json,sys; print(sum(p['written'] for p in json.load(sys.stdin)['pools']))"
+}
+# proc_written -> bytes the `poolfs up` process caused to be written.
+proc_written() { awk '/^write_bytes/ {print $2}' "/proc/$up_pid/io"; }
+# settle waits until the drives have stopped writing (background flushes,
+# folds, collection) for 3 s, at most settle_max s, and prints the counter.
+settle() {
+  local last now same=0
+  last=$(written)
+  for _ in $(seq "$settle_max"); do
+    sleep 1
+    now=$(written)
+    if [ "$now" = "$last" ]; then
+      same=$((same + 1)); [ $same -ge 3 ] && break
+    else
+      same=0 last=$now
+    fi
+  done
+  echo "$last"
+}
+
+# The jobs: one file, O_DIRECT, libaio, iodepth 16; every buffer refilled
+# from the seeded generator, so that the data, like the offsets, is one
+# stream that a replay reproduces.
+fio_common=(--ioengine=libaio --iodepth=16 --direct=1 --size="${size_mib}M" --randseed=20261125
+  --refill_buffers=1 --scramble_buffers=0 --fallocate=none --end_fsync=1 --output-format=json)
+# fio_job FILE rw bs extra... -> "user_bytes ios seconds" (wall time, fsync included)
+fio_job() {
+  local file=$1 rw=$2 bs=$3 t0 t1 out
+  shift 3
+  t0=$(date +%s.%N)
+  out=$(fio --name=rw --filename="$file" --rw="$rw" --bs="$bs" "${fio_common[@]}" "$@")
+  t1=$(date +%s.%N)
+  python3 -c "import json,sys; w=json.loads(sys.argv[1])['jobs'][0]['write']; print(w['io_bytes'], w['total_ios'], float(sys.argv[3])-float(sys.argv[2]))" "$out" "$t0" "$t1"
+}
+# phase NAME rw bs extra...: the local file, then the mount with the
+# drive counters read around it; results go to $work/NAME.
+phase() {
+  local name=$1
+  shift
+  read -r lb _ ls < <(fio_job "$work/local/rw.dat" "$@")
+  local w0 p0 w1 p1
+  w0=$(written); p0=$(proc_written)
+  read -r pb pn ps < <(fio_job "$work/mnt/rw.dat" "$@")
+  w1=$(settle); p1=$(proc_written)
+  echo "$lb $ls $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max")" >"$work/$name"
+  echo "$name done: $(cat "$work/$name")" >&2
+}
+
+big=$((1 << 50)) # io_size: the run-time cap ends the random phases
+haltpoll_line
+echo "bench/randwrite.sh $size_mib $runtime: poolfs up --mount, 12 drives, $k+$m, unit 1 MiB${POOLFS_MOUNT_FLAGS:+ $POOLFS_MOUNT_FLAGS}; fio libaio iodepth 16 O_DIRECT on a ${size_mib} MiB file; random phases ${runtime} s each; $(nproc) cores, local file system $(findmnt -no FSTYPE -T "$work")"
+echo
+phase seq write 1M
+phase rand64k randwrite 64k --io_size=$big --runtime="$runtime"
+phase rand4k randwrite 4k --io_size=$big --runtime="$runtime"
+"$bin" gc -c "$cluster" >"$work/gc.log" 2>&1 || echo "poolfs gc failed: $(cat "$work/gc.log")" >&2
+settle >/dev/null
+du_gc=$(du_now)
+
+# The reference: the same jobs on the local file system, replayed for
+# exactly the I/Os poolfs made, then compared with the mount's file.
+rm -f "$work/local/rw.dat"
+read -r _ _ _ n64 _ <"$work/rand64k"
+read -r _ _ _ n4 _ <"$work/rand4k"
+fio_job "$work/local/ref.dat" write 1M >/dev/null
+fio_job "$work/local/ref.dat" randwrite 64k --io_size=$((n64 * 65536)) >/dev/null
+fio_job "$work/local/ref.dat" randwrite 4k --io_size=$((n4 * 4096)) >/dev/null
+drop
+if cmp "$work/local/ref.dat" "$work/mnt/rw.dat" >"$work/cmp.log" 2>&1; then
+  verdict="byte-identical to the reference copy ($n64 random 64 KiB and $n4 random 4 KiB writes replayed on the local file system)"
+else
+  verdict="**DIFFERS** from the reference copy: $(head -c 300 "$work/cmp.log")"
+fi
+
+python3 - "$work" "$size_mib" "$k" "$m" "$du_gc" "${POOLFS_GARBAGE_BUDGET_MIB:-}" "$verdict" <<'PY'
+import sys
+work, size_mib, k, m, du_gc, budget, verdict = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6], sys.argv[7]
+MiB = 1 << 20
+rows = {}
+for name in ("seq", "rand64k", "rand4k"):
+    lb, ls, pb, pn, ps, dw, pw, du, dumax = open(f"{work}/{name}").read().split()
+    rows[name] = dict(lb=int(lb), ls=float(ls), pb=int(pb), ps=float(ps), dw=int(dw), pw=int(pw), du=int(du), dumax=int(dumax))
+mbs = lambda b, s: b / s / 1e6
+label = {"seq": "sequential layout, 1 MiB", "rand64k": "random 64 KiB", "rand4k": "random 4 KiB"}
+ratio_target = {"seq": None, "rand64k": 0.40, "rand4k": 0.40}
+amp_target = {"seq": 1.3, "rand64k": 3.5, "rand4k": None}
+verdicts = []
+def mark(ok):
+    verdicts.append(ok)
+    return "ok" if ok else "**missed**"
+print("| phase | fio, local FS | poolfs | poolfs / fio (target) | drive bytes / user byte (target) | `poolfs up` write_bytes / user byte | user bytes written by poolfs |")
+print("|---|---|---|---|---|---|---|")
+for name, r in rows.items():
+    lr, pr = mbs(r["lb"], r["ls"]), mbs(r["pb"], r["ps"])
+    ratio = pr / lr if lr else 0
+    t = ratio_target[name]
+    rt = f"{100*ratio:.0f}% (≥ {100*t:.0f}%: {mark(ratio >= t)})" if t else f"{100*ratio:.0f}%"
+    amp = r["dw"] / r["pb"] if r["pb"] else 0
+    a = amp_target[name]
+    at = f"{amp:.2f} (≤ {a}: {mark(amp <= a)})" if a else f"{amp:.2f}"
+    print(f"| {label[name]} | {lr:.0f} MB/s | {pr:.1f} MB/s | {rt} | {at} | {r['pw']/r['pb']:.2f} | {r['pb']/MiB:.0f} MiB in {r['ps']:.1f} s |")
+live = (k + m) / k * size_mib * MiB
+dumax = max(r["dumax"] for r in rows.values())
+print()
+print(f"On-disk size of the cluster directory (du) against the raw bytes of the live data, ({k}+{m})/{k} x {size_mib} MiB = {live/MiB:.0f} MiB:")
+print()
+print("| when | du | / raw live | beyond 1.5x raw live |")
+print("|---|---|---|---|")
+line = lambda what, b: print(f"| {what} | {b/MiB:.0f} MiB | {b/live:.2f}x | {max(0, b-1.5*live)/MiB:.0f} MiB |")
+for name, r in rows.items():
+    line(f"after {label[name]}, settled", r["du"])
+line("after `poolfs gc`", du_gc)
+line("largest seen during the run (sampled each second)", dumax)
+over = max(0, dumax - 1.5 * live) / MiB
+print()
+if budget:
+    print(f"On-disk target: at most 1.5x raw live + a garbage budget of {budget} MiB: {mark(over <= float(budget))} ({over:.0f} MiB beyond 1.5x).")
+else:
+    print(f"On-disk target: at most 1.5x raw live + the stated garbage budget: {over:.0f} MiB beyond 1.5x (set POOLFS_GARBAGE_BUDGET_MIB to check it).")
+print()
+print(f"Read back through the mount after the run: {verdict}.")
+print()
+print("Targets (issue 16 item 2): random 4 KiB and 64 KiB writes ≥ 40% of fio on the local file system; drive bytes per user byte ≤ 3.5 "
+      "for random 64 KiB and ≤ 1.3 for the sequential write; on-disk size ≤ 1.5x the raw live bytes + a stated garbage budget. "
+      f"Met here: {sum(verdicts)} of {len(verdicts)} checked.")
+PY
