@@ -14,7 +14,9 @@ import (
 // conn is a client of the real metadata store (SQLite in a temporary
 // directory, called directly) and in-memory drives: everything the
 // client's logic needs and nothing else, no servers, RPC or management
-// service. The drives and the map are there to watch and to change.
+// service. The drives and the map are there to watch and to change; the
+// client sees the drives as it sees real ones (drivetest.UpOnly: a drive
+// the map says is not up fails at once).
 type conn struct {
 	Meta   *meta.Store
 	Client *client.Client
@@ -60,6 +62,6 @@ func startWith(t *testing.T, o client.Options) *conn {
 		t.Fatal(err)
 	}
 	c := &conn{Meta: st, Drives: drivetest.DrivesOf(m), Maps: drivetest.NewMaps(m)}
-	c.Client = client.New(st, c.Maps, c.Drives, o)
+	c.Client = client.New(st, c.Maps, drivetest.UpOnly(c.Drives), o)
 	return c
 }

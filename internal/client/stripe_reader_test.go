@@ -65,7 +65,7 @@ func newStripeFixture(t *testing.T, k, m int, o Options) *stripeFixture {
 		f.rec.Drives = append(f.rec.Drives, uint32(id))
 	}
 	f.maps = drivetest.NewMaps(f.m)
-	f.c = New(nil, f.maps, f.drives, o)
+	f.c = New(nil, f.maps, drivetest.UpOnly(f.drives), o)
 	return f
 }
 

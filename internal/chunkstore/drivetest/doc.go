@@ -3,7 +3,7 @@
 // service): a Drive that keeps its fragments in memory and answers the
 // chunkstore.Drive contract as a LocalDrive does, with the faults and the
 // observations such tests need, and Drives, a set of them resolved by ID as
-// a storage dialer resolves remote drives. It is used by tests only.
+// a storage dialer resolves remote drives (UpOnly: as the client does). It is used by tests only.
 //
 // A Drive stores its fragments in a chunkstore.MemDrive, which checks its
 // arguments as a real drive does (fragment lengths and read ranges aligned
@@ -28,10 +28,12 @@
 // store counts in Stat's Written): a test seeds a drive and damages
 // fragments at rest with them.
 //
-// A Drives set refuses, at once and with chunkstore.ErrOffline, a drive
-// the map says is not up, as the client's drives (mgmt.ReportingDrives)
-// do, and counts the refusal on the drive (Refused), so that a test can
-// tell that a reader asked for a drive it should have known to be down.
+// A Drives set hands out its drives by ID, as a storage dialer does.
+// UpOnly, the same set seen as the client sees drives, refuses at once,
+// with chunkstore.ErrOffline, a drive the map says is not up (as
+// mgmt.ReportingDrives fails a down drive) and counts the refusal on the
+// drive (Refused), so that a test can tell that a reader asked for a drive
+// it should have known to be unusable.
 //
 // Map builds the cluster map of one pool of such drives; Maps serves a
 // map that a test can change.

@@ -10,12 +10,10 @@ import (
 	"poolfs/internal/placement"
 )
 
-// Drives is a set of Drives by ID. Its Drive method resolves an ID as the
-// client's drives do (client.Drives, fsck.Drives, storage.Peers): a drive
-// the map says is not up (down, failed, rebuilding, out) is refused at
-// once with an error wrapping chunkstore.ErrOffline, and the refusal is
-// counted on it (Drive.Refused); with a nil map, or a drive the map does
-// not list, the drive is handed out whatever its state.
+// Drives is a set of Drives by ID. Its Drive method resolves an ID as a
+// storage dialer does (mgmt's drives, fsck.Drives, storage.Peers): every
+// drive of the set, whatever the map says of it. UpOnly resolves as the
+// client's drives do.
 type Drives map[placement.DriveID]*Drive
 
 // NewDrives returns n new drives with IDs 0 to n-1.
@@ -39,12 +37,31 @@ func DrivesOf(m *clustermap.Map) Drives {
 	return ds
 }
 
-// Drive returns drive id, or an error if the set has no such drive or the
-// map says it is not up.
-func (ds Drives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+// Drive returns drive id, or an error wrapping clustermap.ErrNoDrive if
+// the set has no such drive.
+func (ds Drives) Drive(_ *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
 	d, ok := ds[id]
 	if !ok {
-		return nil, fmt.Errorf("drivetest: no drive %v: %w", id, clustermap.ErrNoDrive)
+		return nil, fmt.Errorf("drivetest: drive %v: %w", id, clustermap.ErrNoDrive)
+	}
+	return d, nil
+}
+
+// UpOnly resolves IDs to the drives of a set as the client's drives do
+// (client.Drives; mgmt.ReportingDrives fails a down drive at once): a
+// drive the map says is not up (down, failed, rebuilding, out) is refused
+// at once with an error wrapping chunkstore.ErrOffline, and the refusal is
+// counted on it (Drive.Refused), so that a test can tell that a reader
+// asked for a drive it should have known to be unusable. With a nil map,
+// or a drive the map does not list, the drive is handed out.
+type UpOnly Drives
+
+// Drive returns drive id, or an error if the set has no such drive or the
+// map says it is not up.
+func (u UpOnly) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, ok := u[id]
+	if !ok {
+		return nil, fmt.Errorf("drivetest: drive %v: %w", id, clustermap.ErrNoDrive)
 	}
 	if m != nil {
 		if md, err := m.Drive(id); err == nil && md.State != clustermap.StateUp {

@@ -10,6 +10,7 @@ import (
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
 )
 
 var ctx = context.Background()
@@ -73,7 +74,9 @@ func TestContract(t *testing.T) {
 		t.Fatalf("read of a missing fragment: %v, want ErrNotFound", err)
 	}
 	u, err := d.Stat(ctx)
-	if err != nil || u != (chunkstore.Usage{Capacity: 3 * chunkstore.Align, Used: 2 * chunkstore.Align, Fragments: 1, Written: 2 * chunkstore.Align}) {
+	u.HostFS = 0
+	if err != nil || u != (chunkstore.Usage{Capacity: 3 * chunkstore.Align, Used: 2 * chunkstore.Align, Fragments: 1,
+		Written: 2 * chunkstore.Align, HostFree: chunkstore.Align}) {
 		t.Fatalf("stat: %+v, %v", u, err)
 	}
 	var listed []erasure.FragmentKey
@@ -156,25 +159,34 @@ func TestFaultsAndCounters(t *testing.T) {
 	}
 }
 
-// TestDrivesRefuseWhatTheMapSaysIsDown: a set hands out up drives and
-// refuses, with ErrOffline, counted, the ones the map says are not up.
-func TestDrivesRefuseWhatTheMapSaysIsDown(t *testing.T) {
+// TestUpOnlyRefusesWhatTheMapSaysIsNotUp: a set hands out every drive it
+// has; seen UpOnly, it refuses, with ErrOffline, counted, the ones the map
+// says are not up.
+func TestUpOnlyRefusesWhatTheMapSaysIsNotUp(t *testing.T) {
 	ds := NewDrives(4)
 	maps := NewMaps(Map(4, 2, 1, 4096, 1<<30))
 	m := maps.Update(func(m *clustermap.Map) { m.Drives[2].State = clustermap.StateDown })
 	if m.Epoch != 2 {
 		t.Fatalf("epoch %d after an update, want 2", m.Epoch)
 	}
-	if d, err := ds.Drive(m, 1); err != nil || d != ds[1] {
+	if d, err := ds.Drive(m, 2); err != nil || d != ds[2] {
+		t.Fatalf("a down drive from the set: %v", err)
+	}
+	up := UpOnly(ds)
+	if d, err := up.Drive(m, 1); err != nil || d != ds[1] {
 		t.Fatalf("up drive: %v", err)
 	}
-	if _, err := ds.Drive(m, 2); !errors.Is(err, chunkstore.ErrOffline) || ds[2].Refused() != 1 {
+	if _, err := up.Drive(m, 2); !errors.Is(err, chunkstore.ErrOffline) || ds[2].Refused() != 1 {
 		t.Fatalf("down drive: %v, refused %d", err, ds[2].Refused())
 	}
-	if d, err := ds.Drive(nil, 2); err != nil || d != ds[2] {
+	if d, err := up.Drive(nil, 2); err != nil || d != ds[2] {
 		t.Fatalf("without a map: %v", err)
 	}
-	if _, err := ds.Drive(m, 9); err == nil {
-		t.Fatal("an unknown drive was handed out")
+	for _, r := range []interface {
+		Drive(*clustermap.Map, placement.DriveID) (chunkstore.Drive, error)
+	}{ds, up} {
+		if _, err := r.Drive(m, 9); !errors.Is(err, clustermap.ErrNoDrive) {
+			t.Fatalf("an unknown drive: %v, want ErrNoDrive", err)
+		}
 	}
 }
