@@ -3,6 +3,7 @@ package chunkstore
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"time"
 
@@ -133,15 +134,20 @@ func (d *MemDrive) ListFragments(ctx context.Context, fn func(key erasure.Fragme
 	return nil
 }
 
-// Stat reports the capacity, the fragments held and the bytes written;
-// HostFree and HostFS are 0 (no host file system).
+// Stat reports the capacity, the fragments held and the bytes written. A
+// memory drive is a device of its own, as a drive on its own disk is: its
+// host space (HostFree) is what its capacity has left, and HostFS is a
+// hash of its name.
 func (d *MemDrive) Stat(ctx context.Context) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return Usage{Capacity: d.mu.capacity, Used: d.mu.used, Fragments: int64(len(d.mu.frags)), Written: d.mu.written}, nil
+	h := fnv.New64a()
+	h.Write([]byte(d.name))
+	return Usage{Capacity: d.mu.capacity, Used: d.mu.used, Fragments: int64(len(d.mu.frags)), Written: d.mu.written,
+		HostFree: max(0, d.mu.capacity-d.mu.used), HostFS: h.Sum64()}, nil
 }
 
 // Sync implements Drive: what a MemDrive holds is as durable as the

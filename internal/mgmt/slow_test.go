@@ -4,11 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
@@ -51,47 +51,10 @@ func TestSlowDetector(t *testing.T) {
 	}
 }
 
-// latencyDrive answers Stat after a delay it can be given, or not at all
-// (hang, whatever its context says) until released.
-type latencyDrive struct {
-	chunkstore.Drive
-	mu    sync.Mutex
-	delay time.Duration
-	hang  chan struct{}
-}
-
-func (d *latencyDrive) set(delay time.Duration, hang chan struct{}) {
-	d.mu.Lock()
-	d.delay, d.hang = delay, hang
-	d.mu.Unlock()
-}
-
-func (d *latencyDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
-	d.mu.Lock()
-	delay, hang := d.delay, d.hang
-	d.mu.Unlock()
-	if hang != nil {
-		<-hang
-	}
-	if err := (chunkstore.SystemClock{}).Sleep(ctx, delay); err != nil {
-		return chunkstore.Usage{}, err
-	}
-	return chunkstore.Usage{Used: 4096, Fragments: 1}, nil
-}
-
-func (d *latencyDrive) ReadFragment(context.Context, erasure.FragmentKey, int64, int64, []byte) ([]byte, error) {
-	return nil, chunkstore.ErrNotFound
-}
-
-type latencyDrives []*latencyDrive
-
-func (ds latencyDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
-	return ds[id], nil
-}
-
 // newTestService starts a management service on a SQLite store with n
-// up drives that answer at once.
-func newTestService(t *testing.T, n int) (*Service, latencyDrives) {
+// up in-memory drives of 1 GiB that answer at once, each holding one
+// fragment.
+func newTestService(t *testing.T, n int) (*Service, drivetest.Drives) {
 	t.Helper()
 	ctx := context.Background()
 	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
@@ -99,9 +62,11 @@ func newTestService(t *testing.T, n int) (*Service, latencyDrives) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	drives := make(latencyDrives, n)
-	for i := range drives {
-		drives[i] = &latencyDrive{}
+	drives := drivetest.Drives{}
+	for i := range n {
+		id := placement.DriveID(i)
+		drives[id] = drivetest.NewWithCapacity(id.String(), 1<<30)
+		drives[id].Put(erasure.FragmentKey{Ino: 1, Index: uint8(i)}, make([]byte, chunkstore.Align))
 	}
 	s := New(meta.New(eng, meta.Options{}), drives, nil)
 	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
@@ -119,9 +84,7 @@ func newTestService(t *testing.T, n int) (*Service, latencyDrives) {
 // answer at all, reporting it as not answering and the others as usual.
 func TestStatusWhileDriveHangs(t *testing.T) {
 	s, drives := newTestService(t, 4)
-	hang := make(chan struct{})
-	t.Cleanup(func() { close(hang) })
-	drives[2].set(0, hang)
+	t.Cleanup(drives[2].Hold(drivetest.OpStat))
 	done := make(chan *Status, 1)
 	go func() {
 		st, err := s.Status(context.Background())
@@ -189,7 +152,7 @@ func TestSlowDriveFlaggedAndCleared(t *testing.T) {
 		}
 	}
 	pass(2)
-	drives[3].set(100*time.Millisecond, nil) // slow, but not past DownAfter
+	drives[3].SlowDown(100 * time.Millisecond) // slow, but not past DownAfter
 	pass(2)
 	if st, slow := driveState(t, s, 3); st != clustermap.StateUp || slow == "" {
 		t.Fatalf("after 2 slow probes: drive state %s, slow %q; want up and flagged", st, slow)
@@ -197,7 +160,7 @@ func TestSlowDriveFlaggedAndCleared(t *testing.T) {
 	if ev := strings.Join(events(t, s), ", "); ev != EventDriveSlow+" d03" {
 		t.Fatalf("events %q, want %s d03", ev, EventDriveSlow)
 	}
-	drives[3].set(0, nil)
+	drives[3].SlowDown(0)
 	pass(2)
 	if st, slow := driveState(t, s, 3); st != clustermap.StateUp || slow != "" {
 		t.Fatalf("after 2 normal probes: drive state %s, slow %q; want up, not flagged", st, slow)
@@ -207,12 +170,12 @@ func TestSlowDriveFlaggedAndCleared(t *testing.T) {
 	}
 
 	// Past DownAfter: down, and not back up while still slow.
-	drives[3].set(time.Hour, nil)
+	drives[3].SlowDown(time.Hour)
 	pass(4)
 	if st, slow := driveState(t, s, 3); st != clustermap.StateDown || slow == "" {
 		t.Fatalf("after 4 probes past DownAfter: drive state %s, slow %q; want down and flagged", st, slow)
 	}
-	drives[3].set(0, nil)
+	drives[3].SlowDown(0)
 	pass(2)
 	if st, slow := driveState(t, s, 3); st != clustermap.StateUp || slow != "" {
 		t.Fatalf("fast again: drive state %s, slow %q; want up", st, slow)
