@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"poolfs/internal/chunkstore"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
@@ -51,17 +50,11 @@ func TestGCDeletesNothingOnACorruptStore(t *testing.T) {
 	if err := st.Init(ctx, meta.Layout{K: 2, M: 1, Unit: 1 << 16}); err != nil {
 		t.Fatal(err)
 	}
-	drives := &localDrives{drives: map[placement.DriveID]*chunkstore.FaultyDrive{}}
+	drives := drivetest.NewDrives(4)
 	var ids []placement.DriveID
 	var mds []clustermap.Drive
 	for i := 0; i < 4; i++ {
-		ld, err := chunkstore.Open(filepath.Join(dir, fmt.Sprint("d", i)), chunkstore.Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ld.Close() })
 		id := placement.DriveID(i)
-		drives.drives[id] = chunkstore.WithFaults(ld)
 		ids = append(ids, id)
 		mds = append(mds, clustermap.Drive{ID: id, Server: "s0", State: clustermap.StateUp, Capacity: 1 << 30})
 	}
@@ -81,13 +74,13 @@ func TestGCDeletesNothingOnACorruptStore(t *testing.T) {
 		key := erasure.FragmentKey{Ino: ino, Stripe: 0, Gen: 1}
 		buf := make([]byte, erasure.FragmentSize(4096))
 		erasure.SealFragment(buf, erasure.Header{Key: key, K: 2, M: 1, StripeLen: 4096, ShardSize: 4096})
-		if err := drives.drives[0].WriteFragment(ctx, key, buf); err != nil {
+		if err := drives[0].WriteFragment(ctx, key, buf); err != nil {
 			t.Fatal(err)
 		}
 		return key
 	}
 	has := func(key erasure.FragmentKey) bool {
-		_, err := drives.drives[0].ReadFragment(ctx, key, 0, -1, nil)
+		_, err := drives[0].ReadFragment(ctx, key, 0, -1, nil)
 		return err == nil
 	}
 	k1 := orphan(100)

@@ -9,22 +9,12 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 )
-
-// localDrives serves real drive directories wrapped for fault injection.
-type localDrives struct {
-	drives map[placement.DriveID]*chunkstore.FaultyDrive
-	calls  atomic.Int64
-}
-
-func (l *localDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
-	l.calls.Add(1)
-	return l.drives[id], nil
-}
 
 type countingReporter struct {
 	n    atomic.Int64
@@ -39,13 +29,8 @@ func (r *countingReporter) DriveUnreachable(ctx context.Context, id placement.Dr
 
 func TestReportingDrives(t *testing.T) {
 	ctx := context.Background()
-	ld, err := chunkstore.Open(t.TempDir(), chunkstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ld.Close() })
-	fd := chunkstore.WithFaults(ld)
-	inner := &localDrives{drives: map[placement.DriveID]*chunkstore.FaultyDrive{3: fd}}
+	fd := drivetest.New("d03")
+	inner := drivetest.Drives{3: fd}
 	rep := &countingReporter{wait: 200 * time.Millisecond}
 	drives := ReportingDrives(inner, rep)
 	m := &clustermap.Map{Epoch: 7, Drives: []clustermap.Drive{{ID: 3, State: clustermap.StateUp}}}
@@ -86,12 +71,12 @@ func TestReportingDrives(t *testing.T) {
 	t.Run("down in the map: not contacted", func(t *testing.T) {
 		down := m.Clone()
 		down.Drives[0].State = clustermap.StateDown
-		before := inner.calls.Load()
+		before := fd.Reads()
 		d, _ := drives.Drive(down, 3)
 		if _, err := d.ReadFragment(ctx, key, 0, -1, nil); !errors.Is(err, rpc.ErrUnavailable) {
 			t.Fatalf("read from a down drive: %v", err)
 		}
-		if inner.calls.Load() != before || rep.n.Load() != 1 {
+		if fd.Reads() != before || rep.n.Load() != 1 {
 			t.Fatal("a drive the map says is down was contacted or reported")
 		}
 	})
