@@ -8,8 +8,9 @@
 #   - MB/s of each side and poolfs / fio: user bytes over the wall time of
 #     the fio command, end_fsync included (all writes durable);
 #   - drive bytes written per user byte: the growth of the pool's
-#     `written` counter (`poolfs status --json`: fragment bytes stored on
-#     the drives, rebuild, fold and collection traffic included) from
+#     `written` counter (`poolfs status --json`: bytes the drives wrote to
+#     store fragments, record headers included, whatever wrote them:
+#     client, fold, rebuild, collection moves) from
 #     before the phase until it stops growing after it, over fio's bytes;
 #     beside it the `poolfs up` process's write_bytes (/proc/PID/io), which
 #     also counts the metadata store, record headers and segment indexes;

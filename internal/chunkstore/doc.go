@@ -135,8 +135,9 @@
 // space) and is recomputed exactly by Open. Allocated (segments format) is
 // what the segment files take on the host, which is what the host must
 // hold; HostFree is what the host file system has left. Written counts the
-// fragment bytes stored since Open (every write, whoever asked for it),
-// which is what write amplification is measured with.
+// bytes written to store fragments since Open (fragments and segment
+// record headers, every write, whoever asked for it), which is what write
+// amplification is measured with.
 //
 // # Direct I/O
 //

@@ -61,12 +61,14 @@ type Usage struct {
 	// system: drives with the same HostFS share HostFree.
 	HostFree int64
 	HostFS   uint64
-	// Written counts the fragment bytes this drive has stored since it
-	// was opened (LocalDrive: every WriteFragment that returned nil,
-	// whoever called it: client writes, rebuilds, repairs, moves), so
-	// that write amplification can be measured as a difference of two
-	// readings. Record headers, segment indexes and metadata are not
-	// counted; a reopened drive starts again from 0.
+	// Written counts the bytes this drive has written to store fragments
+	// since it was opened (LocalDrive: every WriteFragment that returned
+	// nil, whoever called it: client writes, rebuilds, repairs, folds,
+	// moves; the fragment and, in the segments format, its record header
+	// block), so that write amplification can be measured as a
+	// difference of two readings. Segment indexes and trailers, file
+	// system metadata and the metadata store are not counted; a reopened
+	// drive starts again from 0.
 	Written int64
 }
 

@@ -49,6 +49,9 @@ type localImpl interface {
 	Drive
 	Close() error
 	DirectIO() bool
+	// recordOverhead is what the format writes beside each fragment's
+	// bytes (a record header), counted in Usage.Written.
+	recordOverhead() int64
 }
 
 // LocalDrive is a Drive stored in a directory of a local file system, in
@@ -59,9 +62,10 @@ type LocalDrive struct {
 	lockFd int
 	impl   localImpl
 	closed atomic.Bool
-	// written is Usage.Written: fragment bytes stored since Open. Every
-	// fragment a LocalDrive stores passes through WriteFragment, in
-	// either format, so this is the one place that counts them.
+	// written is Usage.Written: bytes written to store fragments since
+	// Open. Every fragment a LocalDrive stores passes through
+	// WriteFragment, in either format, so this is the one place that
+	// counts them.
 	written atomic.Int64
 }
 
@@ -170,13 +174,13 @@ func (d *LocalDrive) Format() Format { return d.format }
 // DirectIO reports whether fragment I/O currently uses O_DIRECT.
 func (d *LocalDrive) DirectIO() bool { return d.impl.DirectIO() }
 
-// WriteFragment implements Drive; a fragment stored adds its length to
-// Usage.Written.
+// WriteFragment implements Drive; a fragment stored adds its length and
+// its record header, if the format writes one, to Usage.Written.
 func (d *LocalDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
 	if err := d.impl.WriteFragment(ctx, key, frag); err != nil {
 		return err
 	}
-	d.written.Add(int64(len(frag)))
+	d.written.Add(int64(len(frag)) + d.impl.recordOverhead())
 	return nil
 }
 

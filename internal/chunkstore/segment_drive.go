@@ -83,6 +83,9 @@ func (d *segmentDrive) fallback() {
 // DirectIO reports whether new segment files use O_DIRECT.
 func (d *segmentDrive) DirectIO() bool { return d.direct.Load() }
 
+// recordOverhead: each record starts with a header block.
+func (d *segmentDrive) recordOverhead() int64 { return Align }
+
 func (d *segmentDrive) keyLock(key erasure.FragmentKey) *sync.RWMutex {
 	return &d.keyLocks[(key.Ino^key.Stripe*31^key.Gen*17^uint64(key.Index))%uint64(len(d.keyLocks))]
 }

@@ -21,9 +21,10 @@ type DriveStatus struct {
 	// measured); HostFree what the host file system holding it has left.
 	Allocated int64 `json:"allocated,omitempty"`
 	HostFree  int64 `json:"host_free,omitempty"`
-	// Written is the fragment bytes the drive has stored since its server
-	// opened it (chunkstore.Usage.Written): client writes, rebuilds,
-	// repairs and moves alike. Two readings apart give the bytes written
+	// Written is the bytes the drive has written to store fragments
+	// (fragments and their record headers) since its server opened it
+	// (chunkstore.Usage.Written): client writes, rebuilds, repairs, folds
+	// and moves alike. Two readings apart give the bytes written
 	// in between; it starts again from 0 when the server restarts.
 	Written int64 `json:"written"`
 	hostFS  uint64
