@@ -324,7 +324,7 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
 	for attempt := 0; ; attempt++ {
-		err := f.writeStripesLocked(ctx, todo, false)
+		err := f.writeStripesLocked(ctx, todo, false, attempt == 0)
 		if err == nil {
 			for _, s := range todo {
 				f.unholdLocked(f.mu.dirty[s], true)
@@ -350,13 +350,22 @@ func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
 // The stripe's new length is as far as the handle's view of the file
 // reaches into it, or the committed length if that is longer (another
 // writer extended the file), unless cut is set (truncation).
-func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) error {
+//
+// With guess, stripes that this handle knows were never committed (beyond
+// the size at open, not committed by it: genGuessLocked) are not looked
+// up: a new small file's flush asks the metadata service once, to commit.
+// A wrong guess fails the commit with a conflict, and the caller tries
+// again without guessing.
+func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess bool) error {
 	lay := f.mu.attr.Layout
 	sb := f.stripeBytes()
 	ino := f.mu.attr.Ino
-	recs, err := f.c.meta.Stripes(ctx, ino, todo[0], todo[len(todo)-1])
-	if err != nil {
-		return err
+	var recs []meta.StripeRec
+	if !guess || !f.uncommittedLocked(todo) {
+		var err error
+		if recs, err = f.c.meta.Stripes(ctx, ino, todo[0], todo[len(todo)-1]); err != nil {
+			return err
+		}
 	}
 	cur := make(map[uint64]meta.StripeRec, len(recs))
 	for _, r := range recs {
@@ -423,6 +432,17 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut bool) 
 		f.mu.cache.drop(s)
 	}
 	return nil
+}
+
+// uncommittedLocked reports whether f knows that none of the stripes was
+// ever committed.
+func (f *File) uncommittedLocked(todo []uint64) bool {
+	for _, s := range todo {
+		if g, known := f.genGuessLocked(s); !known || g != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // commitLocked commits stripe generations and the handle's size.
@@ -521,7 +541,7 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 		}
 		saved := f.mu.size
 		f.mu.size = size
-		err = f.writeStripesLocked(ctx, []uint64{s}, true)
+		err = f.writeStripesLocked(ctx, []uint64{s}, true, false)
 		delete(f.mu.dirty, s)
 		if err != nil {
 			f.mu.size = saved

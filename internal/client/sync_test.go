@@ -411,3 +411,41 @@ func TestPowerLossBetweenCloseAndSync(t *testing.T) {
 		})
 	}
 }
+
+// A flush that guesses its stripe was never committed (the file was empty
+// when the handle opened it) is wrong when another client committed it
+// meanwhile: the commit conflicts, and the flush merges over the other
+// client's bytes instead of losing them.
+func TestFlushGuessConflicts(t *testing.T) {
+	c, _, other := recClient(t, false)
+	ctx := context.Background()
+	a, err := c.Meta().Create(ctx, meta.RootIno, "shared", meta.TypeFile, 0o644, 0, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := c.OpenAttr(a, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := other.Client.Open(ctx, a.Ino, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := randBytes(100), randBytes(100)
+	if _, err := theirs.WriteAt(ctx, first, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := theirs.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mine.WriteAt(ctx, second, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(append([]byte(nil), first...), make([]byte, 100)...), second...)
+	if got, err := readAll(other.Client, a.Ino); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("after both flushes: %d bytes, %v; want the other client's 100 bytes, a hole, then mine", len(got), err)
+	}
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Small files with data through the mount, against the local file system
+# in the same run (issue 16, item 3):
+#
+#   bench/smallfiles.sh [ITEMS=500] [WORKDIR=./bench/out/smallfiles]
+#
+# `poolfs bench mdtest -F -n ITEMS -w BYTES` (each file created, BYTES
+# written, closed; then stat, read back, remove) with 4 KiB and 64 KiB
+# files and 1 and 2 task processes, on:
+#   - poolfs: `poolfs up --mount` (12 drives, the default 8+2 scheme,
+#     SQLite metadata in process); a close commits the file (visible to
+#     every client), fsync makes it durable (docs/durability.md);
+#   - the local file system of WORKDIR (ext4 on our machines).
+# JuiceFS is not run: its column is the reference figure measured beside
+# poolfs in issue 16 (JuiceFS 1.4 on SQLite with a local file store, 4 KiB
+# files, 1 task: 626 creates/s), the target being twice that.
+# POOLFS_HALTPOLL_NS=200000 runs with guest halt polling (bench/lib.sh).
+# Needs root and /dev/fuse. Prints a Markdown table of create / stat / read
+# / remove per second and poolfs's ratios. About 2 minutes on 2 cores.
+set -euo pipefail
+items=${1:-500}
+work=${2:-./bench/out/smallfiles}
+juicefs_create_4k=626 # issue 16: JuiceFS, mdtest -F -n 500 -w 4096 -e 4096, 1 task
+source "$(dirname "$0")/lib.sh"
+bench_build
+rm -rf "$work"; mkdir -p "$work"/{local,mnt}; work=$(cd "$work" && pwd)
+haltpoll_apply
+cleanup() {
+  haltpoll_restore
+  stop_all "$work/mnt"
+  rm -rf "$work/cluster" "$work/local"
+}
+trap cleanup EXIT
+
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 4G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+waitmount "$work/mnt"
+
+# rates DIR BYTES TASKS -> "create stat read remove" (ops/s, rounded)
+rates() {
+  local out="$work/r.json" d="$1/t$RANDOM$RANDOM"
+  mkdir "$d"
+  "$bin" bench mdtest --dir "$d" -F -n "$items" -w "$2" -N "$3" --json "$out" >/dev/null
+  python3 - "$out" <<'PY'
+import json, sys
+ph = {p["phase"]: p["ops_per_s"]["mean"] for p in json.load(open(sys.argv[1]))["mdtest"]["runs"][0]["phases"]}
+print(" ".join(str(round(ph[k])) for k in ("file-create", "file-stat", "file-read", "file-remove")))
+PY
+}
+
+declare -A res
+cases=("4096 1" "4096 2" "65536 1" "65536 2")
+for c in "${cases[@]}"; do
+  # Alternate the two so that a neighbour's load hits both alike.
+  res["poolfs|$c"]=$(rates "$work/mnt" $c)
+  res["local|$c"]=$(rates "$work/local" $c)
+done
+
+haltpoll_line
+echo "mdtest -F -n $items per task; ops/s: create / stat / read / remove"
+echo
+echo "| file size, tasks | poolfs up --mount | local file system | poolfs / local | create: poolfs / JuiceFS reference ($juicefs_create_4k) |"
+echo "|---|---|---|---|---|"
+for c in "${cases[@]}"; do
+  read -r bytes tasks <<<"$c"
+  read -r a b r d <<<"${res["poolfs|$c"]}"
+  read -r x y s z <<<"${res["local|$c"]}"
+  ratio=$(python3 -c "print(' / '.join(f'{p/q:.2f}' for p, q in zip([$a,$b,$r,$d],[$x,$y,$s,$z])))")
+  jfs=$(python3 -c "print(f'{$a/$juicefs_create_4k:.2f}')")
+  echo "| $((bytes / 1024)) KiB, $tasks | $a / $b / $r / $d | $x / $y / $s / $z | $ratio | $jfs |"
+done
