@@ -15,7 +15,12 @@ import (
 // deferred write that returned before the call durable, with one sync per
 // segment with deferred records (segments format) or one syncfs of the
 // host file system (files format), however many fragments there are: that
-// is the group commit of many small files' fragments.
+// is the group commit of many small files' fragments. A deferred write of
+// at most maxCachedFragment bytes goes through the page cache even with
+// Options.DirectIO (an O_DIRECT write waits for the device, which costs
+// more than the rest of a small write), and a segment record so written
+// is read back through it while the drive stays open; larger ones keep
+// O_DIRECT, whose streams the page cache would slow down.
 //
 // What a crash can do to a deferred write that no Sync covered:
 //

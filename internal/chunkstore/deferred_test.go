@@ -265,3 +265,41 @@ func TestDeferredFilesFormat(t *testing.T) {
 	d = openTest(t, dir, Options{Format: FormatFiles, DirectIO: true})
 	checkContents(t, d, want)
 }
+
+// Small deferred records (through the page cache) and O_DIRECT records
+// share segments: each reads back whole, before and after a sync and a
+// reopen.
+func TestDeferredCachedAndDirectMix(t *testing.T) {
+	for _, f := range formats {
+		t.Run(f.name, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := f.opts
+			opts.DirectIO = true
+			d := openTest(t, dir, opts)
+			want := map[erasure.FragmentKey][]byte{}
+			for i := range 24 {
+				size := Align * (1 + i%4)
+				ctx := ctx
+				switch i % 3 {
+				case 0:
+					ctx = Deferred(ctx)
+				case 1:
+					ctx, size = Deferred(ctx), maxCachedFragment+Align // deferred, too big for the cache
+				}
+				b := pattern(size, uint64(i))
+				if err := d.WriteFragment(ctx, key(i), b); err != nil {
+					t.Fatal(err)
+				}
+				want[key(i)] = b
+			}
+			checkContents(t, d, want)
+			if err := d.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			checkContents(t, d, want)
+			crash(t, d)
+			d = openTest(t, dir, opts)
+			checkContents(t, d, want)
+		})
+	}
+}

@@ -169,7 +169,8 @@ func (d *fileDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, 
 // writeFile creates path with frag's bytes, durable on return if sync.
 func (d *fileDrive) writeFile(path string, frag []byte, sync bool) error {
 	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC
-	direct := d.direct.Load()
+	// A small deferred write goes through the page cache (deferred.go).
+	direct := d.direct.Load() && (sync || len(frag) > maxCachedFragment)
 	for {
 		f := flags
 		if direct {

@@ -22,9 +22,14 @@ type segment struct {
 	// covered.
 	deferred deferredWrites
 	// fdMu orders Sync's fdatasync before removeSegment closes fd
-	// (fdClosed, guarded by fdMu).
+	// (fdClosed, guarded by fdMu), and guards bfd.
 	fdMu     sync.RWMutex
 	fdClosed bool
+	// bfd is a descriptor of the file without O_DIRECT, opened by the
+	// first small deferred write (hasBFD): small deferred records are
+	// written, and read back, through the page cache (deferred.go).
+	bfd    int
+	hasBFD bool
 
 	mu struct {
 		sync.Mutex
@@ -42,6 +47,44 @@ type segment struct {
 }
 
 const segDir = "segs"
+
+// buffered returns the descriptor for page-cache I/O of s: fd itself
+// unless fd has O_DIRECT, else bfd, opened on first use.
+func (s *segment) buffered() (int, error) {
+	if !s.direct {
+		return s.fd, nil
+	}
+	s.fdMu.RLock()
+	fd, ok := s.bfd, s.hasBFD
+	s.fdMu.RUnlock()
+	if ok {
+		return fd, nil
+	}
+	s.fdMu.Lock()
+	defer s.fdMu.Unlock()
+	if s.fdClosed {
+		return -1, unix.EBADF
+	}
+	if !s.hasBFD {
+		fd, err := unix.Open(s.path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		s.bfd, s.hasBFD = fd, true
+	}
+	return s.bfd, nil
+}
+
+// closeFiles closes s's descriptors; Sync skips s afterwards.
+func (s *segment) closeFiles() {
+	s.fdMu.Lock()
+	defer s.fdMu.Unlock()
+	s.fdClosed = true
+	unix.Close(s.fd)
+	if s.hasBFD {
+		unix.Close(s.bfd)
+	}
+}
 
 func segName(id uint64) string { return fmt.Sprintf("%016x.seg", id) }
 

@@ -20,6 +20,10 @@ const (
 	// activeSegments is the number of segments taking appends at once, so
 	// that concurrent writers do not all queue on one fdatasync.
 	activeSegments = 4
+	// maxCachedFragment is the largest deferred write that goes through
+	// the page cache; larger ones keep O_DIRECT (filling the page cache
+	// is slower than the disk for streams).
+	maxCachedFragment = 128 << 10
 )
 
 // segmentDrive is the segments format (see doc.go): fragments appended to
@@ -66,6 +70,9 @@ type loc struct {
 	length int64
 	seq    uint64
 	mtime  int64
+	// cached: written through the page cache in this run, so read back
+	// through it too (an O_DIRECT read would write it back first).
+	cached bool
 }
 
 func (d *segmentDrive) segPath(id uint64) string {
@@ -139,8 +146,11 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 		return d.ioError("write", key, err)
 	}
 	r.crc = saltedCRC(&s.salt, frag)
-	err = d.writeRecord(s, &r, frag)
 	deferred := IsDeferred(ctx)
+	// A small deferred write goes through the page cache: O_DIRECT would
+	// wait for the device, which is what deferring the sync avoids.
+	cached := deferred && size <= maxCachedFragment
+	err = d.writeRecord(s, &r, frag, cached)
 	if err == nil && !deferred {
 		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })
 		if err != nil {
@@ -162,7 +172,7 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 	if deferred {
 		s.deferred.wrote() // durable at the next Sync (or the seal)
 	}
-	d.insert(s, r)
+	d.insert(s, r, cached)
 	d.release(s)
 	return nil
 }
@@ -262,12 +272,21 @@ func (d *segmentDrive) place(r *record) (*segment, error) {
 	return s, nil
 }
 
-func (d *segmentDrive) writeRecord(s *segment, r *record, frag []byte) error {
+// writeRecord writes r's header and frag at r.off, through the page cache
+// if cached.
+func (d *segmentDrive) writeRecord(s *segment, r *record, frag []byte, cached bool) error {
+	fd := s.fd
+	if cached {
+		var err error
+		if fd, err = s.buffered(); err != nil {
+			return err
+		}
+	}
 	hdr := d.bufs.get(Align)
 	defer d.bufs.put(hdr)
 	encodeRecordHeader(hdr, &s.salt, r)
 	data := frag
-	if s.direct && !isAligned(frag) {
+	if s.direct && !cached && !isAligned(frag) {
 		data = d.bufs.get(len(frag))
 		copy(data, frag)
 		defer d.bufs.put(data)
@@ -275,7 +294,7 @@ func (d *segmentDrive) writeRecord(s *segment, r *record, frag []byte) error {
 	iov := [][]byte{hdr, data}
 	off := r.off
 	for len(iov) > 0 {
-		n, err := unix.Pwritev(s.fd, iov, off)
+		n, err := unix.Pwritev(fd, iov, off)
 		if err == unix.EINTR {
 			continue
 		}
@@ -297,13 +316,13 @@ func (d *segmentDrive) writeRecord(s *segment, r *record, frag []byte) error {
 	return nil
 }
 
-// insert makes r the live record of its key; a record it replaces (a
-// retried write) is punched out.
-func (d *segmentDrive) insert(s *segment, r record) {
+// insert makes r the live record of its key (written through the page
+// cache if cached); a record it replaces (a retried write) is punched out.
+func (d *segmentDrive) insert(s *segment, r record, cached bool) {
 	kl := d.keyLock(r.key)
 	kl.Lock()
 	defer kl.Unlock()
-	l := loc{seg: s, off: r.off, length: r.length, seq: r.seq, mtime: r.mtime}
+	l := loc{seg: s, off: r.off, length: r.length, seq: r.seq, mtime: r.mtime, cached: cached}
 	d.mu.Lock()
 	old, had := d.mu.index[r.key]
 	if had && old.seq > r.seq { // a concurrent write of the same key won
@@ -372,10 +391,7 @@ func (d *segmentDrive) removeSegment(s *segment) {
 	if err := unix.Unlink(s.path); err != nil {
 		d.log.Warn("chunkstore: remove empty segment", "path", s.path, "err", err)
 	}
-	s.fdMu.Lock()
-	s.fdClosed = true
-	unix.Close(s.fd)
-	s.fdMu.Unlock()
+	s.closeFiles()
 }
 
 // ReadFragment implements Drive.
@@ -403,6 +419,13 @@ func (d *segmentDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey
 		return nil, opError(d.dir, "read", key,
 			fmt.Errorf("%w: range [%d, %d) beyond fragment size %d", ErrInvalid, off, off+n, l.length))
 	}
+	if l.cached {
+		out, err := d.readCached(l.seg, l.off+Align+off, n, dst)
+		if err != nil {
+			return nil, d.ioError("read", key, err)
+		}
+		return out, nil
+	}
 	out, err := d.readAt(l.seg, l.off+Align+off, n, dst)
 	if err != nil {
 		return nil, d.ioError("read", key, err)
@@ -427,6 +450,21 @@ func (d *segmentDrive) readAt(s *segment, off, n int64, dst []byte) ([]byte, err
 		return nil, err
 	}
 	return dst[:copy(dst[:n], buf)], nil
+}
+
+// readCached reads n bytes at off of s through the page cache, into dst
+// if it fits, else into a new buffer.
+func (d *segmentDrive) readCached(s *segment, off, n int64, dst []byte) ([]byte, error) {
+	fd, err := s.buffered()
+	if err != nil {
+		return nil, err
+	}
+	out := dst[:0]
+	if int64(cap(dst)) < n {
+		out = AlignedBuffer(int(n))
+	}
+	out = out[:n]
+	return out, preadFull(fd, out, off)
 }
 
 // DeleteFragment implements Drive: the record leaves the index and is
@@ -593,7 +631,7 @@ func (d *segmentDrive) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, s := range d.mu.segs {
-		unix.Close(s.fd)
+		s.closeFiles()
 	}
 	d.mu.segs = nil
 	return nil

@@ -23,7 +23,7 @@ func crash(t testing.TB, d *LocalDrive) {
 		s.closed.Store(true)
 		s.bg.Wait()
 		for _, seg := range s.mu.segs {
-			unix.Close(seg.fd)
+			seg.closeFiles()
 		}
 		s.mu.segs = nil
 		s.ops.Unlock()
