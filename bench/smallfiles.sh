@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 4G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 waitmount "$work/mnt"
 
 # rates DIR BYTES TASKS -> "create stat read remove" (ops/s, rounded)
