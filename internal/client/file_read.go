@@ -95,13 +95,7 @@ func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) 
 	f.mu.Unlock()
 	err = f.readPlan(ctx, pl, p, off)
 	if !ready { // a ready read's entries were filled without error
-		f.mu.Lock()
-		for s, e := range pl.entries {
-			if e.failed() && f.mu.cache.entries[s] == e {
-				f.mu.cache.drop(s) // the next read tries again
-			}
-		}
-		f.mu.Unlock()
+		f.dropFailed(pl)
 	}
 	pl.release()
 	if err != nil {
@@ -121,6 +115,18 @@ type readPlan struct {
 	entries map[uint64]*cacheEntry // referenced whole stripes
 	lay     meta.Layout
 	ino     meta.Ino
+}
+
+// dropFailed drops from the cache the entries of pl whose reads failed, so
+// that the next read tries again. f.mu is not held.
+func (f *File) dropFailed(pl *readPlan) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s, e := range pl.entries {
+		if e.failed() && f.mu.cache.entries[s] == e {
+			f.mu.cache.drop(s)
+		}
+	}
 }
 
 func (pl *readPlan) release() {

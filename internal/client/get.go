@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -47,22 +46,66 @@ func (c *Client) Get(ctx context.Context, p string, w io.Writer, o GetOptions) (
 	}
 	buf := make([]byte, sb)
 	for off := int64(0); off < int64(a.Size); {
-		n, err := f.ReadAt(ctx, buf, off)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return a, werr
-			}
-			off += int64(n)
-			if o.Progress != nil {
-				o.Progress(off)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
+		n := min(sb, int64(a.Size)-off)
+		if err := f.sendStripe(ctx, w, buf[:n], off); err != nil {
 			return a, err
+		}
+		off += n
+		if o.Progress != nil {
+			o.Progress(off)
 		}
 	}
 	return a, nil
+}
+
+// sendStripe writes the len(buf) bytes of f at off, all in one stripe and
+// before the end of the file, to w. They are read as ReadAt reads them
+// (stream detection, read-ahead, the stripe cache), but a stripe the read
+// takes whole goes to w straight from the cache's buffers; anything else
+// (a hole, a range read, unflushed writes) is read into buf first.
+func (f *File) sendStripe(ctx context.Context, w io.Writer, buf []byte, off int64) error {
+	f.mu.Lock()
+	pl, err := f.planLocked(ctx, buf, off)
+	if err != nil {
+		f.mu.Unlock()
+		return err
+	}
+	if pl.locked {
+		_, err := f.readLocked(ctx, buf, off)
+		f.mu.Unlock()
+		if err == nil {
+			_, err = w.Write(buf)
+		}
+		return err
+	}
+	f.mu.Unlock()
+	sb := StripeBytes(pl.lay)
+	if e := pl.entries[uint64(off/sb)]; e == nil {
+		if err = f.readPlan(ctx, pl, buf, off); err == nil {
+			_, err = w.Write(buf)
+		}
+	} else if err = e.wait(ctx); err == nil {
+		err = writeEntry(w, e, int(off%sb), len(buf))
+	}
+	f.dropFailed(pl)
+	pl.release()
+	return err
+}
+
+// writeEntry writes the stripe's user bytes [at, at+n) of the filled cache
+// entry e to w, from its shards, zeros beyond the stripe's length.
+func writeEntry(w io.Writer, e *cacheEntry, at, n int) error {
+	for pos, end := at, at+n; pos < end; {
+		if pos >= e.len {
+			_, err := w.Write(make([]byte, end-pos))
+			return err
+		}
+		sh, o := pos/e.shard, pos%e.shard
+		k := min(e.shard-o, min(end, e.len)-pos)
+		if _, err := w.Write(e.shards[sh][o : o+k]); err != nil {
+			return err
+		}
+		pos += k
+	}
+	return nil
 }

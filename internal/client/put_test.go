@@ -219,21 +219,19 @@ func TestPutReplaceOldOrNew(t *testing.T) {
 	t.Logf("%d gets during 12 puts", gets)
 }
 
-// blockingWriter takes the first Write and holds every later one until
-// release is closed, noting when the second has arrived (by then the
-// reader has read on, and a sequential one reads ahead).
+// blockingWriter takes the first after bytes and holds every Write beyond
+// them until release is closed, noting when the first such Write arrives.
 type blockingWriter struct {
 	buf     bytes.Buffer
-	writes  int
+	after   int
+	once    sync.Once
 	stalled chan struct{}
 	release chan struct{}
 }
 
 func (w *blockingWriter) Write(p []byte) (int, error) {
-	if w.writes++; w.writes == 2 {
-		close(w.stalled)
-	}
-	if w.writes >= 2 {
+	if w.buf.Len()+len(p) > w.after {
+		w.once.Do(func() { close(w.stalled) })
 		<-w.release
 	}
 	return w.buf.Write(p)
@@ -255,7 +253,9 @@ func TestGetReadsAheadWithinBudget(t *testing.T) {
 	if _, err := conn.Client.Put(ctx, "/g", bytes.NewReader(data), client.PutOptions{Size: int64(len(data))}); err != nil {
 		t.Fatal(err)
 	}
-	w := &blockingWriter{stalled: make(chan struct{}), release: make(chan struct{})}
+	// The first stripe passes; Get stalls once it has read on (a File
+	// reads ahead for a read that continues a stream).
+	w := &blockingWriter{after: stripe, stalled: make(chan struct{}), release: make(chan struct{})}
 	errc := make(chan error, 1)
 	go func() {
 		_, err := conn.Client.Get(ctx, "/g", w, client.GetOptions{})
@@ -283,5 +283,39 @@ func TestGetReadsAheadWithinBudget(t *testing.T) {
 	}
 	if h := conn.Client.ReadAheadHeld(); h != 0 {
 		t.Fatalf("%d read-ahead stripes still held after Get returned", h)
+	}
+}
+
+// TestGetHolesAndShortStripes: Get of a file with holes (stripes never
+// written) and a stripe shorter than the file reaches into (the file grown
+// by truncate after it) delivers zeros there, byte for byte as a File
+// reads it.
+func TestGetHolesAndShortStripes(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const stripe = 4 * 64 << 10
+	f := create(t, conn, "sparse")
+	want := make([]byte, 5*stripe+77)
+	for _, w := range []struct{ off, n int }{{0, 1000}, {3*stripe + 5, 70000}} {
+		p := want[w.off : w.off+w.n]
+		for i := range p {
+			p[i] = byte(rand.Uint32())
+		}
+		if _, err := f.WriteAt(ctx, p, int64(w.off)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(ctx, int64(len(want))); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := conn.Client.Get(ctx, "/sparse", &got, client.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("get: %d bytes, differ from the %d expected", got.Len(), len(want))
 	}
 }
