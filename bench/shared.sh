@@ -34,7 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --scheme 8+2 --unit 1M --drive-size 4G \
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --scheme 8+2 --unit 1M --drive-size 2G \
   ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 waitmount "$work/mnt"
 mkdir -p "$work/mnt/ior"
