@@ -290,6 +290,15 @@ func TestCLIRefusals(t *testing.T) {
 	if out := run(t, "bench", "ior", "--dir", local, "-b", "1m"); !strings.Contains(out, "note: --dir "+local+" is on ") || !strings.Contains(out, "not in a poolfs mount") {
 		t.Fatalf("bench ior on a local directory says nothing of where it is:\n%s", out)
 	}
+	if out := fails(t, "bench", "ior", "--api", "poolfs", "-c", dir, "--direct", "-b", "1m"); !strings.Contains(out, "O_DIRECT") || !strings.Contains(out, "posix") {
+		t.Fatalf("bench ior --direct through the poolfs API: %s", out)
+	}
+	if out := fails(t, "bench", "ior", "--dir", local, "--direct", "-t", "6k", "-b", "6k"); !strings.Contains(out, "not a multiple of 4096") {
+		t.Fatalf("bench ior --direct with a 6k transfer: %s", out)
+	}
+	if out := run(t, "bench", "ior", "--dir", local, "--direct", "-t", "64k", "-b", "1m", "--tasks", "2", "-C"); !strings.Contains(out, "O_DIRECT") {
+		t.Fatalf("bench ior --direct does not say O_DIRECT in its report:\n%s", out)
+	}
 
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		if out := run(t, args...); !strings.HasPrefix(out, "poolfs ") || !strings.Contains(out, " go1.") {
