@@ -12,14 +12,12 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/client"
-	"poolfs/internal/cluster"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
-	"poolfs/internal/rpc"
-	"poolfs/internal/storage"
 )
 
 // recDrives wraps a client's drives: it records every fragment write
@@ -173,37 +171,15 @@ func (d *recDrive) Sync(ctx context.Context) error {
 	return err
 }
 
-// recClient starts a cluster (4+2, 64 KiB units) and returns a client
-// whose drives are recorded, and an ordinary second client of the
-// cluster (its own connections, its own drives' view).
-func recClient(t *testing.T, volatile bool) (*client.Client, *recDrives, *cluster.Conn) {
+// recClient returns a client whose drives are recorded, and an ordinary
+// second client of the same metadata store and drives (start: 4+2, 64 KiB
+// units), with its own caches and its own view of the drives: it does not
+// see what the first one's volatile drive caches hold.
+func recClient(t *testing.T, volatile bool) (*client.Client, *recDrives, *conn) {
 	t.Helper()
-	direct := false
-	cfg := cluster.Config{Dir: t.TempDir(), Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2",
-		Unit: 64 << 10, DriveSize: 1 << 30, GCInterval: time.Hour, DirectIO: &direct}
-	cl, err := cluster.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	_, secret, err := cluster.ReadInfo(cfg.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := cluster.Connect(context.Background(), cfg.Dir, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
-	t.Cleanup(func() { dialer.Close() })
-	rec := newRecDrives(dialer, volatile)
-	other, err := cluster.Connect(context.Background(), cfg.Dir, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { other.Close() })
-	return client.New(conn.Meta, conn.Mgmt, rec, client.Options{}), rec, other
+	other := start(t)
+	rec := newRecDrives(drivetest.UpOnly(other.Drives), volatile)
+	return client.New(other.Meta, other.Maps, rec, client.Options{}), rec, other
 }
 
 // put creates name in the root through c and writes data with one
