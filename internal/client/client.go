@@ -104,7 +104,7 @@ type Options struct {
 	// HedgeFloor and HedgeFactor set when a fragment read is late: after
 	// max(HedgeFloor, HedgeFactor × the drives' typical high latency) the
 	// reader fetches parity beside it and decodes from the first k
-	// fragments (latency.go; defaults DefaultHedgeFloor and
+	// fragments (stripeio.Latencies; defaults DefaultHedgeFloor and
 	// DefaultHedgeFactor).
 	HedgeFloor  time.Duration
 	HedgeFactor float64
@@ -133,6 +133,12 @@ type Options struct {
 	// repairs are counted where operators look (mgmt.RepairBatcher).
 	OnRepair func(id placement.DriveID)
 }
+
+// Defaults of the hedging bound (Options.HedgeFloor, Options.HedgeFactor).
+const (
+	DefaultHedgeFloor  = 5 * time.Millisecond
+	DefaultHedgeFactor = 2.0
+)
 
 // DefaultMapMaxAge is Options.MapMaxAge's default.
 const DefaultMapMaxAge = 2 * time.Second
@@ -167,9 +173,9 @@ type Client struct {
 	unsynced unsynced   // drives with deferred writes no Sync covered (sync.go)
 	space    *spaceGate // admission of buffered writes (space.go)
 
-	refresh sync.Mutex    // held by the caller of Map fetching an old map again
-	lat     *latencies    // fragment-read latency per drive (latency.go)
-	repairs chan struct{} // a token per background read repair (read_repair.go)
+	refresh sync.Mutex          // held by the caller of Map fetching an old map again
+	lat     *stripeio.Latencies // fragment-read latency per drive, for hedging
+	repairs chan struct{}       // a token per background read repair (read_repair.go)
 	codecs  stripeio.Codecs
 	folds   chan struct{} // a token per stripe being folded (fold.go)
 	// foldWritten, if set (tests), runs when a fold's fragments are
@@ -217,7 +223,7 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
 		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight),
 		ahead:       make(chan struct{}, opts.ReadAheadTotal),
-		lat:         newLatencies(opts.HedgeFloor, opts.HedgeFactor),
+		lat:         stripeio.NewLatencies(opts.HedgeFloor, opts.HedgeFactor),
 		repairs:     make(chan struct{}, opts.RepairsInFlight),
 		folds:       make(chan struct{}, opts.FoldsInFlight)}
 	c.space = newSpaceGate(m)

@@ -14,7 +14,7 @@
 // drive the map says is down, failed or out, or that this client measures as
 // slow. A fetch that fails (missing, unreadable, bad checksum) is replaced by
 // the next parity fragment at once, and fetches later than a bound derived
-// from the drives' measured latencies (latency.go: max(HedgeFloor,
+// from the drives' measured latencies (stripeio.Latencies: max(HedgeFloor,
 // HedgeFactor × the median drive's high latency)) get parity fetched beside
 // them (hedged reads): the stripe is decoded from the first k verified
 // fragments and the rest are cancelled, so one late drive never holds a read.

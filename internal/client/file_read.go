@@ -333,7 +333,7 @@ func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 		parts = append(parts, shardRange{idx, o, n, pos - in})
 		pos += n
 		id := placement.DriveID(rec.Drives[idx])
-		if d, err := m.Drive(id); (err == nil && knownMissing(d.State)) || c.lat.avoid(id, now) {
+		if d, err := m.Drive(id); (err == nil && knownMissing(d.State)) || c.lat.Avoid(id, now) {
 			direct = false
 		}
 	}
@@ -375,7 +375,7 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 			results <- result{i, b}
 		}()
 	}
-	late := time.NewTimer(c.lat.bound())
+	late := time.NewTimer(c.lat.Bound())
 	defer late.Stop()
 	got := make([][]byte, len(parts))
 	for range parts {

@@ -320,21 +320,21 @@ func (s *Service) scrubStripe(ctx context.Context, cds *stripeio.Codecs, pool *c
 	width, sz := k+par, int(rec.ShardSize)
 	fs := &stripeio.Stripe{Ino: st.Ino, Stripe: st.Stripe, Gen: rec.Gen, K: k, M: par, Pool: pool.ID, Len: rec.Len, ShardSize: sz}
 	at := stripeio.OnMap(s.drives, m)
-	shards := make([][]byte, width)
-	kinds := make([]error, width) // why fragment i is bad, nil if good
-	var wg sync.WaitGroup
-	for i, id := range rec.Drives {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			shards[i], kinds[i] = readFragment(ctx, at, placement.DriveID(id), fs, i)
-		}()
+	if len(rec.Drives) != width {
+		r.skipped = true // not a record of this scheme: fsck's to report
+		return r
 	}
-	wg.Wait()
-	if ctx.Err() != nil {
+	f := &stripeio.Fetch{Stripe: fs, Need: width, At: at}
+	for i, id := range rec.Drives {
+		f.Sources = append(f.Sources, stripeio.Loc{Index: i, Drive: placement.DriveID(id)})
+	}
+	got, err := f.Get(ctx)
+	if err != nil || ctx.Err() != nil {
 		r.skipped = true
 		return r
 	}
+	shards := got.Shards
+	kinds := got.Errs // why fragment i is bad, nil if good
 	var bad []int
 	for i, e := range kinds {
 		if e == nil {
@@ -365,7 +365,7 @@ func (s *Service) scrubStripe(ctx context.Context, cds *stripeio.Codecs, pool *c
 		switch {
 		case errors.Is(kinds[i], errInconsistent):
 			r.inconsistent++
-		case errors.Is(kinds[i], errMissing):
+		case errors.Is(kinds[i], chunkstore.ErrNotFound):
 			r.missing++
 		default:
 			r.checksum++
@@ -378,7 +378,7 @@ func (s *Service) scrubStripe(ctx context.Context, cds *stripeio.Codecs, pool *c
 	for _, i := range bad {
 		shards[i] = nil
 	}
-	if err := cd.Reconstruct(shards, false); err != nil {
+	if err := stripeio.Reconstruct(cds, fs, shards, bad); err != nil {
 		r.unrecoverable = true
 		return r
 	}
@@ -399,10 +399,7 @@ func (s *Service) scrubStripe(ctx context.Context, cds *stripeio.Codecs, pool *c
 	return r
 }
 
-var (
-	errInconsistent = errors.New("mgmt: fragment inconsistent with the stripe's parity")
-	errMissing      = errors.New("mgmt: fragment missing")
-)
+var errInconsistent = errors.New("mgmt: fragment inconsistent with the stripe's parity")
 
 // locateInconsistent finds the one fragment whose replacement by a
 // reconstruction from the others makes the stripe consistent. With m ≥ 2
@@ -430,20 +427,6 @@ func locateInconsistent(cd *erasure.Codec, shards [][]byte) (int, bool) {
 func (s *Service) stillCommitted(ctx context.Context, rec meta.StripeRec, st recovery.Stripe) bool {
 	rs, err := s.store.Stripes(ctx, meta.Ino(st.Ino), st.Stripe, st.Stripe)
 	return err == nil && len(rs) == 1 && rs[0].Gen == rec.Gen && slices.Equal(rs[0].Drives, rec.Drives)
-}
-
-// readFragment reads and checks fragment i of a stripe; the error says why
-// it is bad (errMissing wrapped for a fragment that is not there).
-func readFragment(ctx context.Context, at stripeio.Drives, id placement.DriveID, st *stripeio.Stripe, i int) ([]byte, error) {
-	d, err := at(id)
-	if err != nil {
-		return nil, err
-	}
-	data, err := stripeio.ReadFragment(ctx, d, id, st, i, erasure.AlignedBuffer(st.FragmentSize()))
-	if errors.Is(err, chunkstore.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", errMissing, err)
-	}
-	return data, err
 }
 
 // ScrubArgs are the arguments of mgmt.Scrub.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"poolfs/internal/chunkstore"
@@ -149,57 +148,48 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 	width, sz := a.K+a.M, int(a.ShardSize)
 	st := &stripeio.Stripe{Ino: a.Ino, Stripe: a.Stripe, Gen: a.Gen, K: a.K, M: a.M, Pool: a.Pool, Len: a.StripeLen, ShardSize: sz}
 	at := s.taskDrives(ctx, a.Share)
+	// A task whose targets are all among its sources copies them; else it
+	// reads any k fragments and decodes.
 	copyOnly := true
 	for _, t := range a.Targets {
 		if !slices.ContainsFunc(a.Sources, func(f FragmentAt) bool { return f.Index == t.Index }) {
 			copyOnly = false
 		}
 	}
-	need := a.K
+	f := &stripeio.Fetch{Stripe: st, Need: a.K, At: at}
+	for _, src := range a.Sources {
+		if copyOnly && !slices.ContainsFunc(a.Targets, func(t FragmentAt) bool { return t.Index == src.Index }) {
+			continue // only the fragments to copy count
+		}
+		f.Sources = append(f.Sources, stripeio.Loc{Index: src.Index, Drive: src.Drive})
+	}
 	if copyOnly {
-		need = len(a.Targets)
+		f.Need = 0
+		for i := range width {
+			if slices.ContainsFunc(a.Targets, func(t FragmentAt) bool { return t.Index == i }) {
+				f.Need++
+			}
+		}
 	}
-	shards := make([][]byte, width)
+	got, err := f.Get(ctx)
+	if err == nil && got.OK < f.Need {
+		err = fmt.Errorf("%d of %d fragments readable: %w", got.OK, f.Need, errors.Join(got.Errs...))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reconstruct %d/%d gen %d: %w", a.Ino, a.Stripe, a.Gen, err)
+	}
 	res := &ReconstructResult{}
-	var errs []error
-	next := 0
-	for got := 0; got < need && next < len(a.Sources); {
-		batch := a.Sources[next:min(len(a.Sources), next+need-got)]
-		next += len(batch)
-		out := make([][]byte, len(batch))
-		bErrs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for j, f := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[j], bErrs[j] = s.readShard(ctx, at, st, f)
-			}()
-		}
-		wg.Wait()
-		for j, f := range batch {
-			if bErrs[j] != nil {
-				errs = append(errs, bErrs[j])
-				continue
-			}
-			if shards[f.Index] == nil {
-				shards[f.Index] = out[j]
-				res.Read = append(res.Read, f)
-				res.Bytes += int64(erasure.FragmentSize(sz))
-				got++
-			}
-		}
+	for _, l := range got.Read {
+		res.Read = append(res.Read, FragmentAt{Index: l.Index, Drive: l.Drive})
 	}
-	if len(res.Read) < need {
-		return nil, fmt.Errorf("reconstruct %d/%d gen %d: %d of %d fragments readable: %w",
-			a.Ino, a.Stripe, a.Gen, len(res.Read), need, errors.Join(errs...))
-	}
+	res.Bytes = int64(len(got.Read) * st.FragmentSize())
+	shards := got.Shards
 	if !copyOnly {
-		cd, err := s.codecs.Get(a.K, a.M)
-		if err != nil {
-			return nil, err
+		want := make([]int, len(a.Targets))
+		for j, t := range a.Targets {
+			want[j] = t.Index
 		}
-		if err := cd.Reconstruct(shards, false); err != nil {
+		if err := stripeio.Reconstruct(&s.codecs, st, shards, want); err != nil {
 			return nil, fmt.Errorf("reconstruct %d/%d gen %d: %w", a.Ino, a.Stripe, a.Gen, err)
 		}
 	}
@@ -216,14 +206,6 @@ func (s *Server) Reconstruct(ctx context.Context, a *ReconstructArgs) (*Reconstr
 	res.Bytes += int64(len(a.Targets) * erasure.FragmentSize(sz))
 	res.Nanos = int64(time.Since(start))
 	return res, nil
-}
-
-func (s *Server) readShard(ctx context.Context, at stripeio.Drives, st *stripeio.Stripe, f FragmentAt) ([]byte, error) {
-	d, err := at(f.Drive)
-	if err != nil {
-		return nil, err
-	}
-	return stripeio.ReadFragment(ctx, d, f.Drive, st, f.Index, erasure.AlignedBuffer(st.FragmentSize()))
 }
 
 // FaultArgs injects a fault into a served drive (emulation and tests).

@@ -35,3 +35,22 @@ func (c *Codecs) Get(k, m int) (*erasure.Codec, error) {
 	c.mu.m[[2]int{k, m}] = cd
 	return cd, nil
 }
+
+// Reconstruct fills in the shards of st that are nil or empty from the
+// others, with the codec of st's scheme: at least the data shards and
+// those named by want (indexes of fragments to rewrite). Only the data
+// shards are computed when want names none of the parity. A shard given
+// with zero length and capacity for a whole shard is reconstructed into
+// that memory. It fails, wrapping erasure.ErrTooManyLost, when fewer than
+// k shards are given.
+func Reconstruct(cds *Codecs, st *Stripe, shards [][]byte, want []int) error {
+	cd, err := cds.Get(st.K, st.M)
+	if err != nil {
+		return err
+	}
+	dataOnly := true
+	for _, i := range want {
+		dataOnly = dataOnly && i < st.K
+	}
+	return cd.Reconstruct(shards, dataOnly)
+}

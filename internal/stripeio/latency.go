@@ -1,4 +1,4 @@
-package client
+package stripeio
 
 import (
 	"slices"
@@ -6,12 +6,6 @@ import (
 	"time"
 
 	"poolfs/internal/placement"
-)
-
-// Defaults of the hedging bound (Options.HedgeFloor, Options.HedgeFactor).
-const (
-	DefaultHedgeFloor  = 5 * time.Millisecond
-	DefaultHedgeFactor = 2.0
 )
 
 // Tuning of the latency estimates.
@@ -29,9 +23,10 @@ const (
 	slowRetry = time.Second
 )
 
-// latencies estimates how long each drive takes to return a fragment to
-// this client, so that the stripe reader can tell a late fetch from a
-// normal one. Per drive it keeps a smoothed latency and its mean deviation
+// Latencies estimates how long each drive takes to return a fragment to
+// one reader (a client), so that its Fetches can tell a late read from a
+// normal one (it is their Hedger) and its read plans can leave slow drives
+// to the last (Order). Per drive it keeps a smoothed latency and its mean deviation
 // (exponentially weighted, as TCP estimates round trips); a drive's "high"
 // latency, about its 95th percentile, is smoothed + 2 × deviation. With the
 // medians over drives (so that one slow drive does not raise the figures it
@@ -43,7 +38,7 @@ const (
 // A fetch still running after the bound is late; a slow drive is not read
 // at all while parity can stand in for it (but once per slowRetry, to see
 // whether it recovered). It is safe for concurrent use.
-type latencies struct {
+type Latencies struct {
 	floor  time.Duration
 	factor float64
 	mu     struct {
@@ -55,7 +50,7 @@ type latencies struct {
 	}
 }
 
-// driveLatency is one drive's estimate, guarded by latencies.mu.
+// driveLatency is one drive's estimate, guarded by Latencies.mu.
 type driveLatency struct {
 	srtt, dev time.Duration
 	n         int
@@ -64,17 +59,19 @@ type driveLatency struct {
 
 const boundEvery = 16
 
-func newLatencies(floor time.Duration, factor float64) *latencies {
-	l := &latencies{floor: floor, factor: factor}
+// NewLatencies returns an estimator with no samples whose bounds are at
+// least floor and factor times the median drive's.
+func NewLatencies(floor time.Duration, factor float64) *Latencies {
+	l := &Latencies{floor: floor, factor: factor}
 	l.mu.drives = map[placement.DriveID]*driveLatency{}
 	l.mu.since = boundEvery // compute on first use
 	return l
 }
 
-// observe records that a fragment read of drive id took d (or was given up
+// Observe records that a fragment read of drive id took d (or was given up
 // after d: such a censored sample still says the drive is at least that
 // slow).
-func (l *latencies) observe(id placement.DriveID, d time.Duration) {
+func (l *Latencies) Observe(id placement.DriveID, d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.mu.drives[id]
@@ -96,14 +93,14 @@ func (l *latencies) observe(id placement.DriveID, d time.Duration) {
 	l.mu.since++
 }
 
-// bound returns the time after which a fetch is late.
-func (l *latencies) bound() time.Duration {
+// Bound returns the time after which a fetch is late.
+func (l *Latencies) Bound() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.boundLocked()
 }
 
-func (l *latencies) boundLocked() time.Duration {
+func (l *Latencies) boundLocked() time.Duration {
 	if l.mu.since < boundEvery {
 		return l.mu.bound
 	}
@@ -127,10 +124,10 @@ func (l *latencies) boundLocked() time.Duration {
 	return l.mu.bound
 }
 
-// avoid reports whether a read of drive id should be replaced by parity
-// from the start: the drive is slow (see latencies). Once per
+// Avoid reports whether a read of drive id should be replaced by parity
+// from the start: the drive is slow (see Latencies). Once per
 // slowRetry it says no anyway, so the drive is measured again.
-func (l *latencies) avoid(id placement.DriveID, now time.Time) bool {
+func (l *Latencies) Avoid(id placement.DriveID, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.mu.drives[id]

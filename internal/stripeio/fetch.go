@@ -1,0 +1,233 @@
+package stripeio
+
+import (
+	"context"
+	"time"
+
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+)
+
+// Hedger tells a Fetch when a read is late, and learns from each how long
+// it took (Latencies is one).
+type Hedger interface {
+	// Bound is how long a read may run before another is started beside it.
+	Bound() time.Duration
+	// Observe records that a read of drive id took d, or was given up
+	// after d.
+	Observe(id placement.DriveID, d time.Duration)
+}
+
+// Fetch is one read of verified fragments of a stripe: Get starts Need
+// reads of Sources at once, replaces a read that fails by the next source
+// at once, and starts as many more beside those still running each time
+// Hedge's bound passes; it returns as soon as Need fragments are verified
+// (cancelling the rest) or no source is left to try.
+type Fetch struct {
+	Stripe *Stripe
+	// Sources are the fragments to read, best first; their Indexes are
+	// below K+M. A source whose index was already read or is being read is
+	// passed over.
+	Sources []Loc
+	// Need is how many verified fragments to get (k to decode a stripe).
+	Need int
+	At   Drives
+	// Bufs, if not nil, holds by fragment index the buffer each read goes
+	// into (cap at least the fragment size; else a read allocates one).
+	// When Get returns, no read still running writes into a buffer of
+	// Bufs: its buffer is left to it and Bufs[i] gets a new one.
+	Bufs [][]byte
+	// Hedge, if not nil, makes late reads hedged; nil waits for every read.
+	Hedge Hedger
+	// Errs, if not nil, holds by index why fragments not among Sources
+	// cannot be read (their drive is known to be down, say); Get reports
+	// them with its own.
+	Errs []error
+}
+
+// Fetched is what a Fetch got. Slices are by fragment index (len K+M).
+type Fetched struct {
+	Shards [][]byte // verified shards; nil where none
+	Errs   []error  // why a fragment is not in Shards (nil if not asked for)
+	OK     int      // verified fragments
+	Read   []Loc    // the fragments verified, in the order they arrived
+	// Failed are the fragments a drive answered for with an error or bad
+	// bytes, ascending: read repair rewrites them.
+	Failed []int
+}
+
+// fetchState is where one fragment of a Fetch is.
+type fetchState uint8
+
+const (
+	fetchIdle     fetchState = iota // not asked for (yet)
+	fetchInFlight                   // being read
+	fetchOK                         // read and verified
+	fetchFailed                     // missing, unreadable or corrupt
+)
+
+type fetchResult struct {
+	i    int
+	data []byte
+	err  error
+}
+
+// fetchRun is the state of one Get. Only the goroutine running Get
+// touches it; reads report through results.
+type fetchRun struct {
+	f        *Fetch
+	out      *Fetched
+	state    []fetchState
+	next     int // Sources[next] is the next source to start
+	inflight int
+	results  chan fetchResult
+}
+
+// Get runs the fetch. It returns an error only if ctx ends; fewer than
+// Need verified fragments is for the caller to judge (Fetched.OK).
+func (f *Fetch) Get(ctx context.Context) (*Fetched, error) {
+	width := f.Stripe.K + f.Stripe.M
+	out := &Fetched{Shards: make([][]byte, width), Errs: make([]error, width)}
+	copy(out.Errs, f.Errs)
+	r := &fetchRun{f: f, out: out, state: make([]fetchState, width), results: make(chan fetchResult, len(f.Sources))}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := r.run(ctx)
+	r.release()
+	for i, st := range r.state {
+		if st == fetchFailed {
+			out.Failed = append(out.Failed, i)
+		}
+	}
+	return out, err
+}
+
+// run reads until Need fragments are verified or none is left to try.
+func (r *fetchRun) run(ctx context.Context) error {
+	r.start(ctx, r.f.Need)
+	var hedge *time.Timer
+	var late <-chan time.Time // nil: never late
+	var bound time.Duration
+	if r.f.Hedge != nil {
+		bound = r.f.Hedge.Bound()
+		hedge = time.NewTimer(bound)
+		defer hedge.Stop()
+		late = hedge.C
+	}
+	out := r.out
+	for out.OK < r.f.Need && r.inflight > 0 {
+		select {
+		case res := <-r.results:
+			r.inflight--
+			if res.err != nil {
+				r.state[res.i], out.Errs[res.i] = fetchFailed, res.err
+				r.start(ctx, 1)
+				continue
+			}
+			r.state[res.i], out.Shards[res.i], out.Errs[res.i] = fetchOK, res.data, nil
+			out.Read = append(out.Read, r.loc(res.i))
+			out.OK++
+		case <-late:
+			// Every read still running is late: start one more beside each.
+			r.start(ctx, r.inflight)
+			if r.next < len(r.f.Sources) {
+				hedge.Reset(bound)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// loc returns the source a running or finished read of fragment i used.
+func (r *fetchRun) loc(i int) Loc {
+	for _, s := range r.f.Sources[:r.next] {
+		if s.Index == i {
+			return s
+		}
+	}
+	return Loc{Index: i}
+}
+
+// start starts up to n more reads, in order.
+func (r *fetchRun) start(ctx context.Context, n int) {
+	for ; n > 0 && r.next < len(r.f.Sources); r.next++ {
+		src := r.f.Sources[r.next]
+		i := src.Index
+		if r.state[i] == fetchInFlight || r.state[i] == fetchOK {
+			continue
+		}
+		n--
+		r.state[i] = fetchInFlight
+		r.inflight++
+		var buf []byte
+		if r.f.Bufs != nil {
+			buf = r.f.Bufs[i]
+		}
+		if cap(buf) < r.f.Stripe.FragmentSize() {
+			buf = erasure.AlignedBuffer(r.f.Stripe.FragmentSize())
+		}
+		go func() {
+			t0 := time.Now()
+			data, err := r.read(ctx, src, buf)
+			if r.f.Hedge != nil && (err == nil || ctx.Err() != nil) {
+				// A read given up still tells that the drive took at least this long.
+				r.f.Hedge.Observe(src.Drive, time.Since(t0))
+			}
+			r.results <- fetchResult{i: i, data: data, err: err}
+		}()
+	}
+}
+
+func (r *fetchRun) read(ctx context.Context, src Loc, buf []byte) ([]byte, error) {
+	d, err := r.f.At(src.Drive)
+	if err != nil {
+		return nil, err
+	}
+	return ReadFragment(ctx, d, src.Drive, r.f.Stripe, src.Index, buf)
+}
+
+// release gives every read still running the buffer it reads into, and
+// Bufs a new one in its place, so that Bufs can be used and reused at once.
+func (r *fetchRun) release() {
+	for i, st := range r.state {
+		if st == fetchInFlight {
+			if r.f.Bufs != nil {
+				r.f.Bufs[i] = erasure.AlignedBuffer(cap(r.f.Bufs[i]))
+			}
+			r.state[i] = fetchIdle
+		}
+	}
+}
+
+// Order returns the sources of a whole-stripe read of st, whose fragment
+// i is on drives[i], best first: the data fragments, then the parity
+// fragments starting at one that rotates with the stripe number (so that
+// the reads a missing drive puts on parity are spread over all the parity
+// fragments' drives), then the fragments on drives slow says to avoid. A
+// fragment whose drive down returns an error for is left out, with that
+// error at its index in errs (len K+M). down is asked first, and slow only
+// of the drives down lets through.
+func Order(st *Stripe, drives []placement.DriveID, down func(placement.DriveID) error, slow func(placement.DriveID) bool) (sources []Loc, errs []error) {
+	k, width := st.K, st.K+st.M
+	errs = make([]error, width)
+	var late []Loc
+	for n := 0; n < width; n++ {
+		i := n
+		if n >= k {
+			i = k + (n-k+int(st.Stripe%uint64(width-k)))%(width-k)
+		}
+		id := drives[i]
+		if err := down(id); err != nil {
+			errs[i] = err
+			continue
+		}
+		if slow(id) {
+			late = append(late, Loc{Index: i, Drive: id})
+			continue
+		}
+		sources = append(sources, Loc{Index: i, Drive: id})
+	}
+	return append(sources, late...), errs
+}
