@@ -115,6 +115,12 @@ type Options struct {
 	// fetched again (default DefaultMapMaxAge), so that drives marked down
 	// or slow reach long-running writers and readers that meet no error.
 	MapMaxAge time.Duration
+	// SyncDelay bounds how long fragments and commits of closed files wait
+	// for a sync when nobody fsyncs: that long after the first write no
+	// Sync covered, the client runs one in the background (sync.go), as a
+	// journalling file system commits every few seconds. Default
+	// DefaultSyncDelay; negative: only fsync and friends sync.
+	SyncDelay time.Duration
 	Logger    *slog.Logger
 	// NoDeltas turns the delta log off: a write back of a stripe written
 	// in part rewrites the whole stripe (read-modify-write), as before
@@ -142,6 +148,10 @@ const (
 
 // DefaultMapMaxAge is Options.MapMaxAge's default.
 const DefaultMapMaxAge = 2 * time.Second
+
+// DefaultSyncDelay is Options.SyncDelay's default (ext4 commits its
+// journal every 5 s).
+const DefaultSyncDelay = 5 * time.Second
 
 // mapRefreshTimeout bounds the fetch of a map that is only old: the caller
 // goes on with the old map rather than wait for the management service.
@@ -207,6 +217,9 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	}
 	if opts.HedgeFactor <= 0 {
 		opts.HedgeFactor = DefaultHedgeFactor
+	}
+	if opts.SyncDelay == 0 {
+		opts.SyncDelay = DefaultSyncDelay
 	}
 	if opts.MapMaxAge <= 0 {
 		opts.MapMaxAge = DefaultMapMaxAge

@@ -111,7 +111,7 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 		return meta.StripeRec{}, err
 	}
 	if chunkstore.IsDeferred(ctx) {
-		c.unsynced.add(rec.Drives) // before the commit that names them (sync.go)
+		c.noteDeferred(rec.Drives) // before the commit that names them (sync.go)
 	}
 	return rec, nil
 }

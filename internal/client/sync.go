@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/placement"
@@ -36,11 +37,15 @@ type unsynced struct {
 	mu      struct {
 		sync.Mutex
 		drives map[placement.DriveID]struct{}
+		// timer runs the background Sync (Options.SyncDelay), armed by
+		// the first add after a Sync took the set.
+		timer *time.Timer
 	}
 }
 
-// add records deferred writes to drives.
-func (u *unsynced) add(drives []uint32) {
+// add records deferred writes to drives; if it is the first since a Sync
+// took the set and delay > 0, it arms a background sync in delay.
+func (u *unsynced) add(drives []uint32, delay time.Duration, sync func()) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.mu.drives == nil {
@@ -49,12 +54,20 @@ func (u *unsynced) add(drives []uint32) {
 	for _, d := range drives {
 		u.mu.drives[placement.DriveID(d)] = struct{}{}
 	}
+	if delay > 0 && u.mu.timer == nil && len(u.mu.drives) > 0 {
+		u.mu.timer = time.AfterFunc(delay, sync)
+	}
 }
 
-// take returns the drives and empties the set.
+// take returns the drives and empties the set, disarming the background
+// sync (the caller syncs them).
 func (u *unsynced) take() []placement.DriveID {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.mu.timer != nil {
+		u.mu.timer.Stop()
+		u.mu.timer = nil
+	}
 	ids := make([]placement.DriveID, 0, len(u.mu.drives))
 	for id := range u.mu.drives {
 		ids = append(ids, id)
@@ -62,6 +75,11 @@ func (u *unsynced) take() []placement.DriveID {
 	clear(u.mu.drives)
 	return ids
 }
+
+// Closed files do not wait for an fsync forever: Options.SyncDelay after
+// the first deferred write no Sync covered, the client runs Client.Sync in
+// the background, so a power loss takes at most about that much of what
+// was closed (and nothing that was fsynced).
 
 // Sync makes everything this client wrote and committed before the call
 // durable: the fragments of its Files' stripes (Drive.Sync on every drive
@@ -76,6 +94,21 @@ func (c *Client) Sync(ctx context.Context) error {
 	return c.syncMeta(ctx)
 }
 
+// noteDeferred records that fragments of rec were written deferred.
+func (c *Client) noteDeferred(drives []uint32) {
+	c.unsynced.add(drives, c.opts.SyncDelay, c.backgroundSync)
+}
+
+// backgroundSync is the Sync that Options.SyncDelay schedules; a failure
+// is logged (the drives stay unsynced, and fsync reports it).
+func (c *Client) backgroundSync() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Sync(ctx); err != nil {
+		c.log.Warn("client: background sync of closed files failed (fsync will report it)", "err", err)
+	}
+}
+
 // syncDrives syncs the drives in c.unsynced.
 func (c *Client) syncDrives(ctx context.Context) error {
 	u := &c.unsynced
@@ -87,7 +120,7 @@ func (c *Client) syncDrives(ctx context.Context) error {
 	}
 	m, err := c.Map(ctx)
 	if err != nil {
-		u.add(driveNums(ids))
+		c.noteDeferred(driveNums(ids))
 		return err
 	}
 	errs := make([]error, len(ids))
@@ -102,7 +135,7 @@ func (c *Client) syncDrives(ctx context.Context) error {
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("sync drive %v: %w", id, err)
-				u.add([]uint32{uint32(id)})
+				c.noteDeferred([]uint32{uint32(id)})
 			}
 		}()
 	}

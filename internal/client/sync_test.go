@@ -174,12 +174,18 @@ func (d *recDrive) Sync(ctx context.Context) error {
 // recClient returns a client whose drives are recorded, and an ordinary
 // second client of the same metadata store and drives (start: 4+2, 64 KiB
 // units), with its own caches and its own view of the drives: it does not
-// see what the first one's volatile drive caches hold.
+// see what the first one's volatile drive caches hold. The recorded client
+// syncs only when asked (no SyncDelay).
 func recClient(t *testing.T, volatile bool) (*client.Client, *recDrives, *conn) {
+	return recClientWith(t, volatile, client.Options{SyncDelay: -1})
+}
+
+// recClientWith is recClient with the recorded client's options o.
+func recClientWith(t *testing.T, volatile bool, o client.Options) (*client.Client, *recDrives, *conn) {
 	t.Helper()
 	other := start(t)
 	rec := newRecDrives(drivetest.UpOnly(other.Drives), volatile)
-	return client.New(other.Meta, other.Maps, rec, client.Options{}), rec, other
+	return client.New(other.Meta, other.Maps, rec, o), rec, other
 }
 
 // put creates name in the root through c and writes data with one
@@ -423,5 +429,42 @@ func TestFlushGuessConflicts(t *testing.T) {
 	want := append(append(append([]byte(nil), first...), make([]byte, 100)...), second...)
 	if got, err := readAll(other.Client, a.Ino); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("after both flushes: %d bytes, %v; want the other client's 100 bytes, a hole, then mine", len(got), err)
+	}
+}
+
+// Nobody fsyncs: SyncDelay after a close, the client syncs the drives it
+// wrote by itself, so a power loss then loses nothing that was closed.
+func TestBackgroundSyncAfterClose(t *testing.T) {
+	c, rec, other := recClientWith(t, true, client.Options{SyncDelay: 50 * time.Millisecond})
+	files := map[meta.Ino][]byte{}
+	for i := range 5 {
+		data := randBytes(4096)
+		files[put(t, c, fmt.Sprintf("f%d", i), data, false)] = data
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec.mu.Lock()
+		left := 0
+		for _, p := range rec.pending {
+			left += len(p)
+		}
+		rec.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deferred fragments still unsynced 30 s after close with SyncDelay 50ms", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m, err := other.Client.Map(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.powerLoss(t, m, false)
+	for ino, data := range files {
+		if got, err := readAll(other.Client, ino); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("inode %d after the background sync and a power loss: %d bytes, %v", ino, len(got), err)
+		}
 	}
 }
