@@ -3,11 +3,17 @@
 //
 // Writing: user bytes are cut into stripes of k data units. Each stripe is
 // encoded (parity), every fragment is sealed with its per-block CRC32C and
-// sent to its drive in parallel, and only when all k+m fragments are durable
-// is the new generation committed to the metadata service with
+// sent to its drive in parallel, and only when all k+m fragments are
+// written is the new generation committed to the metadata service with
 // compare-and-set on the generation the writer started from. A crash at any
 // point leaves the old generation committed and the new fragments as garbage
-// for the collector: there is no write hole.
+// for the collector: there is no write hole. A File's writes are deferred
+// (sync.go, docs/durability.md): at Flush (close) the fragments are written
+// and visible and the stripes committed, so every client that opens the
+// file afterwards reads the new bytes; Sync (fsync) makes them durable,
+// syncing the drives this client wrote to before the metadata service, so
+// fragments are durable before the records that name them. Put syncs its
+// fragments before the rename that publishes the file.
 //
 // Reading: the k data fragments of a stripe are read in parallel (the code is
 // systematic), with parity in their place from the start for fragments whose
