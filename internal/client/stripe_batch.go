@@ -21,24 +21,31 @@ func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, b
 	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	commits := make([]meta.StripeCommit, len(todo))
 	errs := make([]error, len(todo))
-	sem := make(chan struct{}, f.c.opts.StripesInFlight)
-	var wg sync.WaitGroup
-	for i, s := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, s uint64) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			b := pool.get()
-			defer pool.put(b)
-			if c, err := build(deferred(ctx), s, b); err != nil {
-				errs[i] = err // commits[i] stays empty: nothing to discard
-			} else {
-				commits[i] = c
-			}
-		}(i, s)
+	one := func(i int, s uint64) {
+		b := pool.get()
+		defer pool.put(b)
+		if c, err := build(deferred(ctx), s, b); err != nil {
+			errs[i] = err // commits[i] stays empty: nothing to discard
+		} else {
+			commits[i] = c
+		}
 	}
-	wg.Wait()
+	if len(todo) == 1 {
+		one(0, todo[0]) // a small file's flush: no goroutine to wake
+	} else {
+		sem := make(chan struct{}, f.c.opts.StripesInFlight)
+		var wg sync.WaitGroup
+		for i, s := range todo {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				one(i, s)
+			}()
+		}
+		wg.Wait()
+	}
 	if err := errors.Join(errs...); err != nil {
 		f.discard(ctx, commits)
 		return nil, fmt.Errorf("%s %s: %w", op, f.name, err)

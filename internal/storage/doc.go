@@ -6,7 +6,10 @@
 //
 // RPC methods (registered by Server.Register):
 //
-//	storage.Write   args {drive, key, replaces}  body: fragment bytes
+//	storage.Write   args {drive, key, replaces, deferred}  body: fragment bytes
+//	                (deferred: durable at the next storage.Sync,
+//	                chunkstore.Deferred)
+//	storage.Sync    args {drive}                 the drive's deferred writes durable
 //	storage.Read    args {drive, key, off, n}    reply body: the bytes
 //	storage.Delete  args {drive, key}
 //	storage.List    args {drive, after, limit}   reply: keys with sizes
