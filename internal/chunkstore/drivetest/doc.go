@@ -1,9 +1,10 @@
 // Package drivetest provides in-memory drives for tests of the layers above
-// chunkstore (the client's data path, scrub, fsck, rebuild, the management
+// chunkstore (the client's data path, stripeio, fsck, the management
 // service): a Drive that keeps its fragments in memory and answers the
 // chunkstore.Drive contract as a LocalDrive does, with the faults and the
-// observations such tests need, and Drives, a set of them resolved by ID as
-// a storage dialer resolves remote drives (UpOnly: as the client does). It is used by tests only.
+// observations such tests need, and Drives, a set of them resolved by ID
+// as a storage dialer resolves remote drives (UpOnly: as the client does).
+// It is used by tests only; docs/test-fakes.md says when to use it.
 //
 // A Drive stores its fragments in a chunkstore.MemDrive, which checks its
 // arguments as a real drive does (fragment lengths and read ranges aligned
