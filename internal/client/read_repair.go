@@ -24,21 +24,17 @@ const repairTimeout = 30 * time.Second
 // Failures are logged, not returned: the read already succeeded.
 func (c *Client) repairLater(m *clustermap.Map, st *stripeio.Stripe, rec meta.StripeRec,
 	shards [][]byte, lost []int, errs []error) {
-	type job struct {
-		i     int
-		id    placement.DriveID
-		shard []byte
-		cause error
-	}
-	var jobs []job
+	var targets []stripeio.Loc
+	var frags [][]byte // copies of the shards: the caller reuses its buffers
 	for _, i := range lost {
 		id := placement.DriveID(rec.Drives[i])
 		if dr, err := m.Drive(id); err != nil || dr.State != clustermap.StateUp {
 			continue
 		}
-		jobs = append(jobs, job{i: i, id: id, shard: append([]byte(nil), shards[i]...), cause: errs[i]})
+		targets = append(targets, stripeio.Loc{Index: i, Drive: id})
+		frags = append(frags, stripeio.NewFragment(st, shards[i]))
 	}
-	if len(jobs) == 0 {
+	if len(targets) == 0 {
 		return
 	}
 	select {
@@ -51,18 +47,15 @@ func (c *Client) repairLater(m *clustermap.Map, st *stripeio.Stripe, rec meta.St
 		defer func() { <-c.repairs }()
 		ctx, cancel := context.WithTimeout(context.Background(), repairTimeout)
 		defer cancel()
-		at := stripeio.OnMap(c.drives, m)
-		for _, j := range jobs {
-			key := st.Key(j.i)
-			frag := stripeio.NewFragment(st, j.shard)
-			errs := stripeio.WriteFragments(ctx, at, st, []stripeio.Loc{{Index: j.i, Drive: j.id}}, [][]byte{frag})
-			if err := errs[0]; err != nil {
-				c.log.Warn("read repair failed", "fragment", key.String(), "drive", j.id.String(), "err", err)
+		for j, err := range stripeio.WriteFragments(ctx, stripeio.OnMap(c.drives, m), st, targets, frags) {
+			t := targets[j]
+			if err != nil {
+				c.log.Warn("read repair failed", "fragment", st.Key(t.Index).String(), "drive", t.Drive.String(), "err", err)
 				continue
 			}
-			c.log.Info("read repair", "fragment", key.String(), "drive", j.id.String(), "cause", j.cause)
+			c.log.Info("read repair", "fragment", st.Key(t.Index).String(), "drive", t.Drive.String(), "cause", errs[t.Index])
 			if c.opts.OnRepair != nil {
-				c.opts.OnRepair(j.id)
+				c.opts.OnRepair(t.Drive)
 			}
 		}
 	}()

@@ -10,25 +10,49 @@
 // consumer-owned Drive interface (read, write, delete a fragment; a
 // chunkstore.Drive has it) found through Drives, a function from drive ID
 // to Drive that the caller binds to its cluster map (OnMap) or to its own
-// drives.
+// drives (the storage server gates its own drives' rebuild I/O there).
+//
+// The pieces, as the callers put them together:
+//
+//	ReadFragment     read one fragment and verify it against the Stripe
+//	Fetch.Get        read verified fragments until Need are in hand:
+//	                 Need reads at once, a failed one replaced by the next
+//	                 source at once, late ones hedged (Hedger, Latencies),
+//	                 the rest cancelled once Need are verified
+//	Order            the client's read plan: data, then parity rotated by
+//	                 stripe number, then drives that are slow; drives known
+//	                 down left out
+//	Reconstruct      decode missing shards with the scheme's shared codec
+//	NewFragment,     seal fragments (header and block checksums) and write
+//	WriteFragments   them in parallel, one error per fragment
+//	DeleteFragments  remove an uncommitted generation's fragments
+//
+// The client reads a stripe with Order + Fetch{Need: k, Hedge: its
+// Latencies} + Reconstruct and repairs Fetched.Failed in the background;
+// scrub fetches all k+m without hedging, checks parity and rewrites what
+// is bad; a reconstruct task fetches k of its sources (or exactly the
+// fragments it copies), decodes and writes its targets.
 //
 // Invariants:
 //
 //   - A shard is returned only after the fragment's header checksum, its
 //     block checksums and its header fields (key, shard size, stripe
 //     length) have been checked against the Stripe: a fragment of another
-//     generation, stripe or length is erasure.ErrCorrupt, never data.
-//   - A fragment is written only sealed (header and block checksums
-//     computed over the bytes written) with the Stripe's header, so what
-//     a repair or a rebuild writes reads back exactly as the first write
-//     did.
+//     generation, stripe or length is erasure.ErrCorrupt, damaged data
+//     erasure.ErrChecksum, never data.
+//   - A fragment is written only sealed with the Stripe's header, over the
+//     bytes written, so what a repair or a rebuild writes reads back
+//     exactly as the first write did.
+//   - When Fetch.Get returns, no read it started writes into the caller's
+//     buffers any more (reads still running keep buffers of their own),
+//     and every fragment it did not get has its reason in Fetched.Errs.
 //   - Codecs hands out one erasure.Codec per scheme for the life of its
-//     owner (the reedsolomon library builds matrices per encoder and
+//     owner (the reedsolomon library computes matrices per encoder and
 //     caches decoding matrices in it: an encoder is meant to be reused).
 //   - Errors name the fragment key and the drive, and wrap the drive's
 //     error (chunkstore.ErrNotFound for a missing fragment).
 //
-// The package keeps no state of its own between calls apart from Codecs,
-// and never retries: what to do about a failed fragment (read parity,
-// repair later, count it) is the caller's policy.
+// A Fetch never reads a fragment twice and never retries a source: what
+// to do about fragments it could not get (fail the read, repair them,
+// count them) is the caller's.
 package stripeio
