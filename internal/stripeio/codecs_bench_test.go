@@ -1,8 +1,6 @@
 package stripeio
 
-import (
-	"testing"
-)
+import "testing"
 
 // BenchmarkReconstruct8x2x1M decodes one lost data shard of an 8+2 stripe
 // of 1 MiB shards, as a reconstruct task does: with a codec built for the
