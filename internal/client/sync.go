@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
 )
 
@@ -86,7 +87,9 @@ func (u *unsynced) take() []placement.DriveID {
 // that took deferred writes from it, in parallel), then the metadata
 // service's commits. A drive that fails to sync stays in the set, so the
 // next Sync tries it again (and a drive whose sync failed keeps failing:
-// its failure is sticky), and the error names it.
+// its failure is sticky), and the error names it. A drive the map says is
+// not up is skipped: what it held is restored from the other fragments of
+// its stripes, as for any drive that fails.
 func (c *Client) Sync(ctx context.Context) error {
 	if err := c.syncDrives(ctx); err != nil {
 		return err
@@ -126,6 +129,13 @@ func (c *Client) syncDrives(ctx context.Context) error {
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
+		if d, err := m.Drive(id); err == nil && d.State != clustermap.StateUp {
+			// Down, failed or out: its fragments are rebuilt from the
+			// stripes' others (which this Sync makes durable), like any
+			// fragment a drive loses; waiting for it would hold every
+			// fsync of the client until it is back or replaced.
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -468,3 +468,40 @@ func TestBackgroundSyncAfterClose(t *testing.T) {
 		}
 	}
 }
+
+// A drive that went down between close and fsync is skipped (its
+// fragments are rebuilt from the others, as for any drive that fails):
+// fsync syncs the rest and succeeds instead of failing until the drive is
+// back.
+func TestSyncSkipsDriveDown(t *testing.T) {
+	c, rec, other := recClient(t, false)
+	ctx := context.Background()
+	var inos []meta.Ino
+	for i := range 10 {
+		inos = append(inos, put(t, c, fmt.Sprintf("f%d", i), randBytes(4096), false))
+	}
+	recs, err := other.Meta.Stripes(ctx, inos[0], 0, 0)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("stripes %v, %v", recs, err)
+	}
+	down := placement.DriveID(recs[0].Drives[0])
+	other.Maps.Update(func(m *clustermap.Map) {
+		if _, err := m.SetState(down, clustermap.StateDown, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := c.RefreshMap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatalf("Sync with drive %v down: %v", down, err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.syncs[down]) != 0 {
+		t.Fatalf("the down drive %v was synced", down)
+	}
+	if len(rec.syncs) == 0 {
+		t.Fatal("no drive synced")
+	}
+}
