@@ -152,7 +152,8 @@ func (f *File) waitLocked() {
 // would, but without copying them: b becomes the dirty stripe's buffer,
 // and f owns it from the call on, error or not. A stripe f already holds
 // writes for, or a part of a stripe small enough to be buffered flat,
-// takes the bytes by copy. This is how Put hands over the stripes it reads its source into.
+// takes the bytes by copy. This is how Put hands over the stripes it
+// reads its source into.
 func (f *File) writeStripeBuf(ctx context.Context, s uint64, b *stripeBuf, l int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
