@@ -80,7 +80,9 @@ func (f *File) sendStripe(ctx context.Context, w io.Writer, buf []byte, off int6
 	}
 	f.mu.Unlock()
 	sb := StripeBytes(pl.lay)
-	if e := pl.entries[uint64(off/sb)]; e == nil {
+	s := uint64(off / sb)
+	e := pl.entries[s]
+	if e == nil {
 		if err = f.readPlan(ctx, pl, buf, off); err == nil {
 			_, err = w.Write(buf)
 		}
@@ -88,6 +90,15 @@ func (f *File) sendStripe(ctx context.Context, w io.Writer, buf []byte, off int6
 		err = writeEntry(w, e, int(off%sb), len(buf))
 	}
 	f.dropFailed(pl)
+	if e != nil && err == nil {
+		// Get reads no stripe twice: its buffers go back to the pool
+		// now rather than when the cache would evict them.
+		f.mu.Lock()
+		if f.mu.cache.entries[s] == e {
+			f.mu.cache.drop(s)
+		}
+		f.mu.Unlock()
+	}
 	pl.release()
 	return err
 }
