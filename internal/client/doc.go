@@ -44,9 +44,11 @@
 // the cache holds. A File tells apart up to 16 sequential streams
 // (streams.go: several processes reading one shared file, as IOR's N-to-1
 // read and data loaders do, all go through the mount's one File of the
-// inode): a read continues the stream it is nearest to, each stream has
-// its own position, count and read-ahead window, and a read that
-// continues none replaces the least recently used stream. The cache holds
+// inode): a read continues the stream it is nearest to (two stripes
+// either way of an established stream, twice its own length of a new one,
+// so that random reads are not taken for streams), each stream has its
+// own position, count and read-ahead window, and a read that continues
+// none starts a stream in place of the least recently used. The cache holds
 // a window for each established stream that read recently (up to
 // Options.ReadAheadTotal),
 // and evicts stripes that readers have moved past before any stripe read

@@ -49,18 +49,21 @@ type readStreams struct {
 // stream that decides how it is read, and whether the read is sequential
 // (it gets whole stripes and readahead once that stream is established).
 //
-// A read near (two stripes either way) where a stream expects its next
-// read continues it; of several, the nearest. Streams that end up within
-// two stripes of each other are one stream (the readers of a strided
-// layout, or the out-of-order requests of one kernel readahead window) and
-// are merged. A read that is near no stream starts a new one, replacing
-// the least recently used; if it lies within the window of an established
-// stream it is still read as part of that stream (the kernel's readahead
-// requests arrive in any order within its window), without moving it.
+// A read continues the nearest stream within reach (continued): two
+// stripes either way of where an established stream expects its next
+// read, twice the read's length of where a new one does. Streams that end
+// up within two stripes of each other are one stream (the readers of a
+// strided layout, or the out-of-order requests of one kernel readahead
+// window) and are merged. A read that continues no stream but lies within
+// the window of an established one is read as part of it (the kernel's
+// readahead requests arrive in any order within its window; the readers
+// of a strided layout lag behind each other), without moving it; if it is
+// ahead of that stream, or within no window at all, it also starts a new
+// stream (perhaps a new reader), replacing the least recently used.
 func (rs *readStreams) match(off, end, sb int64) (st *readStream, sequential bool) {
 	rs.tick++
 	near := 2 * sb
-	if st := rs.nearest(off, near, false); st != nil {
+	if st := rs.continued(off, end-off, near); st != nil {
 		st.seqs++
 		st.next = max(st.next, end)
 		st.used = rs.tick
@@ -68,14 +71,41 @@ func (rs *readStreams) match(off, end, sb int64) (st *readStream, sequential boo
 		return st, true
 	}
 	via := rs.nearest(off, max(near, rs.window), true)
-	if via != nil {
-		via.used = rs.tick
+	if via == nil {
+		return rs.add(end), false
 	}
-	st = rs.add(end)
-	if via != nil {
-		return via, true
+	via.used = rs.tick
+	if off > via.next {
+		rs.add(end) // perhaps a new reader ahead of via
 	}
-	return st, false
+	return via, true
+}
+
+// continued returns the stream a read of n bytes at off continues, or
+// nil: of the streams whose next is within reach of off, the nearest. An
+// established stream reaches near bytes either way (the kernel's
+// readahead requests arrive in any order); a stream not yet established
+// only 2n, so that random reads, which land anywhere, seldom continue one
+// of up to maxStreams earlier reads and pass for a stream (a sequential
+// reader's next request starts where its last ended, give or take the
+// requests in flight beside it).
+func (rs *readStreams) continued(off, n, near int64) *readStream {
+	var best *readStream
+	bestDist := int64(-1)
+	for _, st := range rs.list {
+		dist := off - st.next
+		if dist < 0 {
+			dist = -dist
+		}
+		reach := 2 * n
+		if st.established() {
+			reach = near
+		}
+		if dist <= reach && (best == nil || dist < bestDist) {
+			best, bestDist = st, dist
+		}
+	}
+	return best
 }
 
 // nearest returns the stream whose next is closest to off and at most d
