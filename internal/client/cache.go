@@ -9,6 +9,8 @@ import (
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+	"poolfs/internal/stripeio"
 )
 
 // stripeCache keeps up to max whole stripes a handle read or is reading
@@ -274,22 +276,16 @@ func (c *headerCache) put(k erasure.FragmentKey, h erasure.Header) {
 	}
 }
 
-// header returns the verified header of a fragment, from the cache or the
-// drive.
-func (c *Client) header(ctx context.Context, d chunkstore.Drive, key erasure.FragmentKey, shard int) (erasure.Header, error) {
+// header returns the verified header of fragment i of st on drive id (d),
+// from the cache or the drive.
+func (c *Client) header(ctx context.Context, d chunkstore.Drive, id placement.DriveID, st *stripeio.Stripe, i int) (erasure.Header, error) {
+	key := st.Key(i)
 	if h, ok := c.headers.get(key); ok {
 		return h, nil
 	}
-	b, err := d.ReadFragment(ctx, key, 0, int64(erasure.HeaderSize(shard)), nil)
-	if err != nil {
-		return erasure.Header{}, err
-	}
-	h, err := erasure.DecodeHeader(b)
+	h, err := stripeio.ReadHeader(ctx, d, id, st, i)
 	if err != nil {
 		return h, err
-	}
-	if h.Key != key || int(h.ShardSize) != shard {
-		return h, erasure.ErrCorrupt
 	}
 	c.headers.put(key, h)
 	return h, nil

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
+	"poolfs/internal/stripeio"
 )
 
 // ReadAt reads len(p) bytes at off. At the end of the file it returns the
@@ -405,26 +405,12 @@ func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino met
 	if err != nil {
 		return nil, err
 	}
-	key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(idx)}
-	h, err := c.header(ctx, d, key, int(rec.ShardSize))
+	st := &stripeio.Stripe{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Len: rec.Len, ShardSize: int(rec.ShardSize)}
+	h, err := c.header(ctx, d, id, st, idx)
 	if err != nil {
 		return nil, err
 	}
-	a, b := h.BlockExtent(off, n)
-	hs := erasure.HeaderSize(int(rec.ShardSize))
-	lo := a &^ (erasure.Align - 1)
-	hi := (b + erasure.Align - 1) &^ (erasure.Align - 1)
-	buf, err := d.ReadFragment(ctx, key, int64(hs+lo), int64(hi-lo), nil)
-	if err != nil {
-		return nil, err
-	}
-	if len(buf) < b-lo {
-		return nil, fmt.Errorf("%w: short read of %v", erasure.ErrCorrupt, key)
-	}
-	if bad := h.VerifyData(buf[a-lo:b-lo], a); len(bad) > 0 {
-		return nil, &erasure.ChecksumError{Key: key, Blocks: bad}
-	}
-	return buf[off-lo : off-lo+n], nil
+	return stripeio.ReadRange(ctx, d, id, st, idx, &h, off, n)
 }
 
 // recBatch is how many stripe records a read fetches at once.

@@ -145,3 +145,48 @@ func DeleteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc) 
 	}
 	return errors.Join(errs...)
 }
+
+// ReadHeader reads the header of fragment i of st from drive id (d) and
+// checks it (its checksum, key, shard size and stripe length) as
+// ReadFragment does. The shard is not read: ReadRange checks the blocks it
+// reads against the header's checksums.
+func ReadHeader(ctx context.Context, d Drive, id placement.DriveID, st *Stripe, i int) (erasure.Header, error) {
+	key := st.Key(i)
+	b, err := d.ReadFragment(ctx, key, 0, int64(erasure.HeaderSize(st.ShardSize)), nil)
+	if err != nil {
+		return erasure.Header{}, fmt.Errorf("read header of %v from %v: %w", key, id, err)
+	}
+	h, err := erasure.DecodeHeader(b)
+	if err != nil {
+		return erasure.Header{}, fmt.Errorf("fragment %v on %v: %w", key, id, err)
+	}
+	if h.Key != key || int(h.ShardSize) != st.ShardSize || h.StripeLen != st.Len {
+		return erasure.Header{}, fmt.Errorf("%w: fragment on %v is %v (shard %d, len %d), want %v (shard %d, len %d)",
+			erasure.ErrCorrupt, id, h.Key, h.ShardSize, h.StripeLen, key, st.ShardSize, st.Len)
+	}
+	return h, nil
+}
+
+// ReadRange reads shard bytes [off, off+n) of fragment i of st from drive
+// id (d), whose header h ReadHeader returned, reading only the aligned
+// extent of the checksum blocks that hold them and checking those blocks'
+// checksums. The bytes returned are in a new buffer the caller owns.
+// Errors are as ReadFragment's.
+func ReadRange(ctx context.Context, d Drive, id placement.DriveID, st *Stripe, i int, h *erasure.Header, off, n int) ([]byte, error) {
+	key := st.Key(i)
+	a, b := h.BlockExtent(off, n)
+	hs := erasure.HeaderSize(st.ShardSize)
+	lo := a &^ (erasure.Align - 1)
+	hi := (b + erasure.Align - 1) &^ (erasure.Align - 1)
+	buf, err := d.ReadFragment(ctx, key, int64(hs+lo), int64(hi-lo), nil)
+	if err != nil {
+		return nil, fmt.Errorf("read %v from %v: %w", key, id, err)
+	}
+	if len(buf) < b-lo {
+		return nil, fmt.Errorf("%w: short read of %v from %v", erasure.ErrCorrupt, key, id)
+	}
+	if bad := h.VerifyData(buf[a-lo:b-lo], a); len(bad) > 0 {
+		return nil, fmt.Errorf("fragment on %v: %w", id, &erasure.ChecksumError{Key: key, Blocks: bad})
+	}
+	return buf[off-lo : off-lo+n], nil
+}

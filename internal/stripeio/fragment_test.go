@@ -18,7 +18,13 @@ import (
 // k+m shards (parity computed) and the user bytes.
 func testStripe(t *testing.T, n int) (*Stripe, [][]byte, []byte) {
 	t.Helper()
-	const k, m, unit = 4, 2, 64 << 10
+	return testStripeUnit(t, n, 64<<10)
+}
+
+// testStripeUnit is testStripe with units of unit bytes.
+func testStripeUnit(t *testing.T, n, unit int) (*Stripe, [][]byte, []byte) {
+	t.Helper()
+	const k, m = 4, 2
 	data := make([]byte, n)
 	for i := range data {
 		data[i] = byte(rand.Uint32())
@@ -171,5 +177,59 @@ func TestCodecsShared(t *testing.T) {
 	}
 	if _, err := cds.Get(0, 2); err == nil {
 		t.Fatal("Get(0, 2) made a codec")
+	}
+}
+
+// TestReadRange: ranges of a shard read through its header come back
+// byte for byte, checking only the blocks they touch: a damaged block
+// fails the ranges that touch it and no other; a header of another
+// stripe length is refused.
+func TestReadRange(t *testing.T) {
+	ds := drivetest.NewDrives(6)
+	st, shards, _ := testStripeUnit(t, 4*256<<10, 256<<10) // four checksum blocks a shard
+	writeAll(t, ds, st, shards)
+	ctx := context.Background()
+	d := ds[1]
+	h, err := ReadHeader(ctx, d, 1, st, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := erasure.BlockSize
+	if err := d.Corrupt(st.Key(1), erasure.HeaderSize(st.ShardSize)+2*bs+10, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		off, n int
+		bad    bool
+	}{
+		{0, 1, false},
+		{100, 5000, false},
+		{bs - 10, 20, false},
+		{bs, bs, false},
+		{2*bs - 1, 1, false},
+		{2*bs - 1, 2, true},
+		{2 * bs, 11, true},
+		{3 * bs, bs, false},
+		{0, 4 * bs, true},
+	} {
+		got, err := ReadRange(ctx, d, 1, st, 1, &h, r.off, r.n)
+		if r.bad {
+			if !errors.Is(err, erasure.ErrChecksum) {
+				t.Fatalf("range [%d, +%d) over the damaged block: %v", r.off, r.n, err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, shards[1][r.off:r.off+r.n]) {
+			t.Fatalf("range [%d, +%d): %v (bytes equal %v)", r.off, r.n, err, bytes.Equal(got, shards[1][r.off:r.off+r.n]))
+		}
+	}
+	other := *st
+	other.Len--
+	if _, err := ReadHeader(ctx, d, 1, &other, 1); !errors.Is(err, erasure.ErrCorrupt) {
+		t.Fatalf("header read for another stripe length: %v", err)
+	}
+	d.Remove(st.Key(1))
+	if _, err := ReadHeader(ctx, d, 1, st, 1); !errors.Is(err, chunkstore.ErrNotFound) {
+		t.Fatalf("header of a missing fragment: %v", err)
 	}
 }
