@@ -31,8 +31,8 @@ type degradedOpts struct {
 	slow   time.Duration
 	reps   int
 	drive  int
-	// inFlight is the reading client's Options.StripesInFlight: a read
-	// keeps twice as many stripes in flight.
+	// inFlight is the reading client's Options.StripesInFlight; its
+	// read-ahead window (Options.ReadAhead) is twice as many stripes.
 	inFlight int
 }
 
@@ -177,7 +177,7 @@ func runDegradedBench(ctx context.Context, o degradedOpts) ([]degradedRun, error
 // readOnce reads the bench file with a new client (no latency history) and
 // returns its MiB/s, checking the bytes against want.
 func readOnce(ctx context.Context, dir string, want uint32, inFlight int) (float64, error) {
-	conn, err := cluster.Connect(ctx, dir, client.Options{StripesInFlight: inFlight})
+	conn, err := cluster.Connect(ctx, dir, client.Options{StripesInFlight: inFlight, ReadAhead: 2 * inFlight})
 	if err != nil {
 		return 0, err
 	}
