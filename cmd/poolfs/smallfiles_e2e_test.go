@@ -19,7 +19,8 @@ import (
 // `poolfs up --mount` (12 drives, 8+2: mirrored small files): each is read
 // by a second client, a separate `poolfs mount`, right after its close;
 // some are fsynced (fsync, fdatasync, O_DSYNC writes), the rest only
-// closed. Then every poolfs process is killed with SIGKILL and the cluster
+// closed; more are written and fsynced through the second mount (drives
+// and metadata over RPC). Then every poolfs process is killed with SIGKILL and the cluster
 // restarted: the fsynced files are there byte for byte, each closed one is
 // its data, absent or empty (its create or commit lost with the metadata
 // engine's last uncommitted changes), never other bytes, and fsck passes.
@@ -85,6 +86,26 @@ func TestSmallFilesCloseVisibleFsyncDurable(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s read by a second mount right after close: %d bytes, %v (want %d)", name, len(got), err, len(data))
 		}
+	}
+
+	// The second mount reaches the drives and the metadata service over
+	// RPC: its fsync syncs them there (storage.Sync, meta Sync).
+	for i := range 10 {
+		name := fmt.Sprintf("d/r%02d", i)
+		data := make([]byte, 4096*(1+i%3))
+		rand.Read(data)
+		f, err := os.Create(filepath.Join(mnt2, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatalf("fsync %s through the second mount: %v", name, err)
+		}
+		f.Close()
+		synced[name] = data
 	}
 
 	second.Process.Signal(syscall.SIGKILL)
