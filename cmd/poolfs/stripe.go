@@ -125,12 +125,26 @@ func getstripeCmd(g *globals) *cobra.Command {
 					return err
 				}
 				sb := uint64(client.StripeBytes(a.Layout))
+				logs, extents := 0, 0
+				for _, r := range recs {
+					extents += len(r.Deltas)
+					if meta.IsLogStripe(r.Stripe) {
+						logs++
+					}
+				}
 				fmt.Printf("size %d, stripes %d of %d (%d bytes each; holes are not stored)\n",
-					a.Size, len(recs), (a.Size+sb-1)/sb, sb)
+					a.Size, len(recs)-logs, (a.Size+sb-1)/sb, sb)
+				if logs > 0 {
+					fmt.Printf("delta log: %d extents in %d log stripes (small writes not folded yet)\n", extents, logs)
+				}
 				for i, r := range recs {
 					if i >= 8 && !all {
 						fmt.Printf("... %d more (--all lists them)\n", len(recs)-i)
 						break
+					}
+					if meta.IsLogStripe(r.Stripe) {
+						fmt.Printf("log stripe %#x: %s\n", r.Stripe-meta.LogStripeBase, stripeString(a.Layout, r))
+						continue
 					}
 					fmt.Printf("stripe %d: %s\n", r.Stripe, stripeString(a.Layout, r))
 				}
