@@ -179,9 +179,14 @@ func mountPoint(dir string) (string, error) {
 
 // clientOptions are the data path options of every client this process
 // makes (POOLFS_INFLIGHT sets StripesInFlight, POOLFS_READAHEAD the
-// read-ahead window in stripes: for experiments).
+// read-ahead window in stripes, POOLFS_DELTA_BUDGET the delta bytes a file
+// keeps before it folds, POOLFS_NO_DELTAS=1 turns the delta log off: for
+// experiments).
 func clientOptions() client.Options {
-	o := client.Options{}
+	o := client.Options{NoDeltas: os.Getenv("POOLFS_NO_DELTAS") == "1"}
+	if v, err := strconv.ParseInt(os.Getenv("POOLFS_DELTA_BUDGET"), 10, 64); err == nil {
+		o.DeltaBudget = v
+	}
 	if v, err := strconv.Atoi(os.Getenv("POOLFS_INFLIGHT")); err == nil {
 		o.StripesInFlight = v
 	}

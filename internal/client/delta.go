@@ -142,6 +142,30 @@ func (f *File) logDeltasLocked(ctx context.Context, todo []uint64, cur map[uint6
 	return nil
 }
 
+// stripeRecords returns the committed records (with their extents) of
+// the sorted stripes todo, by stripe number, asking for each run of
+// consecutive stripes alone: a write-back of stripes scattered over a
+// file does not read the records and extents of every stripe between
+// them.
+func (c *Client) stripeRecords(ctx context.Context, ino meta.Ino, todo []uint64) (map[uint64]meta.StripeRec, error) {
+	cur := make(map[uint64]meta.StripeRec, len(todo))
+	for i := 0; i < len(todo); {
+		j := i + 1
+		for j < len(todo) && todo[j] == todo[j-1]+1 {
+			j++
+		}
+		recs, err := c.meta.Stripes(ctx, ino, todo[i], todo[j-1])
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			cur[r.Stripe] = r
+		}
+		i = j
+	}
+	return cur, nil
+}
+
 // readStripeDeltas is readStripe with rec's delta extents laid over the
 // shards it returns: a stripe's content.
 func (c *Client) readStripeDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {

@@ -360,16 +360,12 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 	lay := f.mu.attr.Layout
 	sb := f.stripeBytes()
 	ino := f.mu.attr.Ino
-	var recs []meta.StripeRec
+	cur := map[uint64]meta.StripeRec{}
 	if !guess || !f.uncommittedLocked(todo) {
 		var err error
-		if recs, err = f.c.meta.Stripes(ctx, ino, todo[0], todo[len(todo)-1]); err != nil {
+		if cur, err = f.c.stripeRecords(ctx, ino, todo); err != nil {
 			return err
 		}
-	}
-	cur := make(map[uint64]meta.StripeRec, len(recs))
-	for _, r := range recs {
-		cur[r.Stripe] = r
 	}
 	// Stripes written in small part over a committed generation go to
 	// the delta log (delta.go); unless a full write of the stripe is still
