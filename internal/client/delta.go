@@ -143,12 +143,20 @@ func (f *File) logDeltasLocked(ctx context.Context, todo []uint64, cur map[uint6
 }
 
 // stripeRecords returns the committed records (with their extents) of
-// the sorted stripes todo, by stripe number, asking for each run of
-// consecutive stripes alone: a write-back of stripes scattered over a
-// file does not read the records and extents of every stripe between
-// them.
+// the sorted stripes todo, by stripe number: unless they are dense in
+// their range, asking for each run of consecutive stripes alone, so that
+// a write-back of a few stripes scattered over a file does not read the
+// records and extents of every stripe between them.
 func (c *Client) stripeRecords(ctx context.Context, ino meta.Ino, todo []uint64) (map[uint64]meta.StripeRec, error) {
 	cur := make(map[uint64]meta.StripeRec, len(todo))
+	if first, last := todo[0], todo[len(todo)-1]; uint64(len(todo))*4 >= last-first+1 {
+		// Dense: one call for the range costs less than a call a run.
+		recs, err := c.meta.Stripes(ctx, ino, first, last)
+		for _, r := range recs {
+			cur[r.Stripe] = r
+		}
+		return cur, err
+	}
 	for i := 0; i < len(todo); {
 		j := i + 1
 		for j < len(todo) && todo[j] == todo[j-1]+1 {

@@ -4,17 +4,19 @@ import "sort"
 
 // dirtyStripe holds the bytes a handle wrote into one stripe and where.
 //
-// Small writes grow a flat buffer of stripe-relative bytes. Once that
-// would pass smallDirty, the bytes move into a stripe buffer from the
-// client's pool, laid out as the stripe's data shards of a full stripe, so
-// that a stripe written whole (a sequential writer) is encoded and sent
-// from where the writes put it, without another copy.
+// Small writes are kept sparse: the bytes of each written range, beside
+// the range (a few small writes anywhere in a stripe take what they
+// wrote, not the stripe). Once the bytes would pass smallDirty, they move
+// into a stripe buffer from the client's pool, laid out as the stripe's
+// data shards of a full stripe, so that a stripe written whole (a
+// sequential writer) is encoded and sent from where the writes put it,
+// without another copy.
 type dirtyStripe struct {
-	flat  []byte     // stripe-relative bytes, while small
+	parts [][]byte   // bytes of spans[i], while small
 	sbuf  *stripeBuf // or the data shards (full-unit layout)
 	spans []span     // written ranges, sorted, merged
 	// k and unit are the layout's, pool its stripe buffers; a nil pool
-	// keeps the stripe flat.
+	// keeps the stripe sparse.
 	k, unit int
 	pool    *bufPool
 	// held is the raw bytes this stripe holds in the client's spaceGate
@@ -24,7 +26,7 @@ type dirtyStripe struct {
 
 type span struct{ a, b int }
 
-// smallDirty is the largest flat dirty buffer; beyond it a dirty stripe
+// smallDirty is the most bytes a dirty stripe keeps sparse; beyond it it
 // takes a stripe buffer from the pool.
 const smallDirty = 256 << 10
 
@@ -36,29 +38,62 @@ func (d *dirtyStripe) release() {
 	}
 }
 
+// small reports whether the stripe keeps its bytes sparse (no stripe
+// buffer).
+func (d *dirtyStripe) small() bool { return d.sbuf == nil }
+
 func (d *dirtyStripe) write(at int, p []byte) {
 	end := at + len(p)
-	if d.sbuf == nil && end > smallDirty && d.pool != nil && end <= d.k*d.unit {
+	if d.sbuf == nil && d.bytes()+len(p) > smallDirty && d.pool != nil && end <= d.k*d.unit {
 		d.sbuf = d.pool.get()
-		for _, sp := range d.spans {
-			d.copyIn(sp.a, d.flat[sp.a:sp.b])
+		for i, sp := range d.spans {
+			d.copyIn(sp.a, d.parts[i])
 		}
-		d.flat = nil
+		d.parts = nil
 	}
 	if d.sbuf != nil {
 		d.copyIn(at, p)
-	} else {
-		if end > len(d.flat) {
-			if end > cap(d.flat) {
-				nb := make([]byte, end, max(end, 2*cap(d.flat)))
-				copy(nb, d.flat)
-				d.flat = nb
-			}
-			d.flat = d.flat[:end]
-		}
-		copy(d.flat[at:], p)
+		d.spans = addSpan(d.spans, span{at, end})
+		return
 	}
-	d.spans = addSpan(d.spans, span{at, end})
+	d.writeSparse(at, p)
+}
+
+// writeSparse adds p at at to the sparse ranges, merging the ranges it
+// overlaps or touches into one.
+func (d *dirtyStripe) writeSparse(at int, p []byte) {
+	s := span{at, at + len(p)}
+	first, last := -1, -1 // the spans s merges with
+	for i, x := range d.spans {
+		if x.b < s.a || x.a > s.b {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+	}
+	if first < 0 {
+		i := sort.Search(len(d.spans), func(i int) bool { return d.spans[i].a > s.a })
+		d.spans = append(d.spans[:i], append([]span{s}, d.spans[i:]...)...)
+		d.parts = append(d.parts[:i], append([][]byte{append([]byte(nil), p...)}, d.parts[i:]...)...)
+		return
+	}
+	m := span{min(s.a, d.spans[first].a), max(s.b, d.spans[last].b)}
+	buf := d.parts[first]
+	if m.a == d.spans[first].a && cap(buf) >= m.b-m.a {
+		buf = buf[:m.b-m.a] // grows in place: appends within one range
+	} else {
+		nb := make([]byte, m.b-m.a, max(m.b-m.a, 2*len(buf)))
+		copy(nb[d.spans[first].a-m.a:], buf)
+		buf = nb
+	}
+	for i := first + 1; i <= last; i++ {
+		copy(buf[d.spans[i].a-m.a:], d.parts[i])
+	}
+	copy(buf[s.a-m.a:], p)
+	d.spans = append(append(d.spans[:first], m), d.spans[last+1:]...)
+	d.parts = append(append(d.parts[:first], buf), d.parts[last+1:]...)
 }
 
 // copyIn copies p to stripe bytes [at, at+len(p)) of the shards.
@@ -73,13 +108,13 @@ func (d *dirtyStripe) copyIn(at int, p []byte) {
 // overlay copies the bytes the handle wrote over dst, which holds stripe
 // bytes [at, at+len(dst)).
 func (d *dirtyStripe) overlay(dst []byte, at int) {
-	for _, sp := range d.spans {
+	for i, sp := range d.spans {
 		a, b := max(sp.a, at), min(sp.b, at+len(dst))
 		if a >= b {
 			continue
 		}
 		if d.sbuf == nil {
-			copy(dst[a-at:b-at], d.flat[a:b])
+			copy(dst[a-at:b-at], d.parts[i][a-sp.a:b-sp.a])
 			continue
 		}
 		for pos := a; pos < b; {

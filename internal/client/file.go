@@ -59,15 +59,53 @@ type File struct {
 		// the flush (file_attr.go).
 		mtime int64
 		fold  foldState // delta extents known and folds running (fold.go)
+		// dirtyEst bounds the bytes of dirty: bytes written since
+		// overDirtyLocked last counted them.
+		dirtyEst int64
 	}
 }
 
 // maxDirtyFactor × StripesInFlight is maxDirty.
 const maxDirtyFactor = 2
 
-// maxDirty is the number of dirty stripes a handle buffers before a write
-// writes the complete ones back (or all of them).
+// maxDirty is the number of dirty stripes with stripe buffers a handle
+// buffers before a write writes the complete ones back (or all of them).
 func (f *File) maxDirty() int { return maxDirtyFactor * f.c.opts.StripesInFlight }
+
+// maxSparse is the most stripes a handle keeps sparse dirty bytes of
+// (small writes all over a file) before it writes them back.
+const maxSparse = 4096
+
+// overDirtyLocked reports whether f's dirty stripes, with addStripes more
+// sparse ones holding addBytes more, pass the write-back limit: more than
+// maxDirty stripes with stripe buffers; or sparse ones holding more than a
+// quarter of maxDirty stripes' bytes (small random writes are written
+// back in batches this large, so their delta log stripes are full ones);
+// or more than maxSparse sparse stripes.
+//
+// f.mu.dirtyEst, a bound on the dirty bytes (every byte written since the
+// last count), spares a write the count while it is far from the limit: a
+// stripe holds a stripe buffer only with more than smallDirty bytes.
+func (f *File) overDirtyLocked(addStripes, addBytes int) bool {
+	limit := max(f.stripeBytes(), int64(f.maxDirty())*f.stripeBytes()/4)
+	est := f.mu.dirtyEst + int64(addBytes)
+	if est <= limit && est/smallDirty <= int64(f.maxDirty()) && len(f.mu.dirty)+addStripes <= maxSparse {
+		return false
+	}
+	big, sparse, bytes, all := 0, addStripes, int64(addBytes), int64(0)
+	for _, d := range f.mu.dirty {
+		n := int64(d.bytes())
+		all += n
+		if d.small() {
+			sparse++
+			bytes += n
+		} else {
+			big++
+		}
+	}
+	f.mu.dirtyEst = all
+	return big > f.maxDirty() || sparse > maxSparse || bytes > limit
+}
 
 // Open returns a handle on file ino (name is used in errors).
 func (c *Client) Open(ctx context.Context, ino meta.Ino, name string) (*File, error) {
@@ -184,7 +222,7 @@ func (f *File) TryWriteAtFor(ctx context.Context, m *ErrMark, p []byte, off int6
 			return 0, ErrWouldBlock
 		}
 	}
-	if len(f.mu.dirty)+added > f.maxDirty() {
+	if f.overDirtyLocked(added, len(p)) {
 		return 0, ErrWouldBlock
 	}
 	return f.writeLocked(ctx, m, p, off, false)
@@ -235,6 +273,7 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64,
 			d.held = h
 		}
 		d.write(pc.in, p[pc.done:pc.done+pc.n])
+		f.mu.dirtyEst += int64(pc.n)
 		f.mu.cache.drop(pc.s)
 		if d.covers(int(sb)) {
 			delete(f.mu.dirty, pc.s)
@@ -258,7 +297,7 @@ func (f *File) wroteLocked(ctx context.Context, m *ErrMark, end int64) error {
 	if err := f.wb.errSince(m); err != nil {
 		return err
 	}
-	if len(f.mu.dirty) > f.maxDirty() {
+	if f.overDirtyLocked(0, 0) {
 		return f.writebackLocked(ctx, true)
 	}
 	return nil

@@ -227,7 +227,9 @@ func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.
 		pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 		b = pool.get()
 		defer pool.put(b)
-		fillShards(b, d.flat[:l], l, lay.K, int(lay.Unit))
+		flat := make([]byte, l)
+		d.overlay(flat, 0)
+		fillShards(b, flat, l, lay.K, int(lay.Unit))
 	}
 	old := guess
 	for attempt := 0; attempt < 50; attempt++ {
