@@ -14,6 +14,7 @@
 # JuiceFS is not run: its column is the reference figure measured beside
 # poolfs in issue 16 (JuiceFS 1.4 on SQLite with a local file store, 4 KiB
 # files, 1 task: 626 creates/s), the target being twice that.
+# Each figure is the median of POOLFS_BENCH_REPS (default 3) runs.
 # POOLFS_HALTPOLL_NS=200000 runs with guest halt polling (bench/lib.sh).
 # Needs root and /dev/fuse. Prints a Markdown table of create / stat / read
 # / remove per second and poolfs's ratios. About 2 minutes on 2 cores.
@@ -47,16 +48,31 @@ print(" ".join(str(round(ph[k])) for k in ("file-create", "file-stat", "file-rea
 PY
 }
 
+# median RUNS... -> the per-phase median of runs of "create stat read remove"
+median() {
+  python3 - "$@" <<'PY'
+import statistics, sys
+runs = [list(map(int, r.split())) for r in sys.argv[1:]]
+print(" ".join(str(round(statistics.median(col))) for col in zip(*runs)))
+PY
+}
+
+reps=${POOLFS_BENCH_REPS:-3}
 declare -A res
 cases=("4096 1" "4096 2" "65536 1" "65536 2")
 for c in "${cases[@]}"; do
-  # Alternate the two so that a neighbour's load hits both alike.
-  res["poolfs|$c"]=$(rates "$work/mnt" $c)
-  res["local|$c"]=$(rates "$work/local" $c)
+  p=() l=()
+  for _ in $(seq "$reps"); do
+    # Alternate the two so that a neighbour's load hits both alike.
+    p+=("$(rates "$work/mnt" $c)")
+    l+=("$(rates "$work/local" $c)")
+  done
+  res["poolfs|$c"]=$(median "${p[@]}")
+  res["local|$c"]=$(median "${l[@]}")
 done
 
 haltpoll_line
-echo "mdtest -F -n $items per task; ops/s: create / stat / read / remove"
+echo "mdtest -F -n $items per task, median of $reps runs; ops/s: create / stat / read / remove"
 echo
 echo "| file size, tasks | poolfs up --mount | local file system | poolfs / local | create: poolfs / JuiceFS reference ($juicefs_create_4k) |"
 echo "|---|---|---|---|---|"
