@@ -303,3 +303,19 @@ func TestDeferredCachedAndDirectMix(t *testing.T) {
 		})
 	}
 }
+
+// A clean close makes deferred writes durable (segments: the seal; files:
+// a syncfs).
+func TestDeferredDurableAtClose(t *testing.T) {
+	d := openTest(t, t.TempDir(), Options{Format: FormatFiles, DirectIO: true})
+	if err := d.WriteFragment(Deferred(ctx), key(1), pattern(Align, 1)); err != nil {
+		t.Fatal(err)
+	}
+	fd := d.impl.(*fileDrive)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fd.deferred.pending() {
+		t.Fatal("a deferred write is still pending after Close")
+	}
+}

@@ -81,9 +81,17 @@ func fsyncPath(p string) error {
 	return f.Sync()
 }
 
-// Close makes later calls fail with ErrFailed.
+// Close makes later calls fail with ErrFailed, after making deferred
+// writes durable.
 func (d *fileDrive) Close() error {
-	d.closed.Store(true)
+	if d.closed.Swap(true) {
+		return nil
+	}
+	// Deferred writes become durable at a clean close, as the segments
+	// format's seal makes them.
+	if err := d.deferred.sync(d.syncFS); err != nil {
+		return fmt.Errorf("drive %s: close: syncfs: %w", d.dir, err)
+	}
 	return nil
 }
 
