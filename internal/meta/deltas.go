@@ -1,8 +1,10 @@
 package meta
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"maps"
@@ -185,9 +187,9 @@ func checkLogs(logs []LogCommit) error {
 		r := l.Rec
 		switch {
 		case !IsLogStripe(r.Stripe) || r.Gen == 0 || seen[r.Stripe]:
-			return fmt.Errorf("log stripe %d gen %d: %w", r.Stripe, r.Gen, ErrInvalid)
+			return fmt.Errorf("log stripe %#x gen %d: %w", r.Stripe, r.Gen, ErrInvalid)
 		case len(l.Deltas) == 0:
-			return fmt.Errorf("log stripe %d without extents: %w", r.Stripe, ErrInvalid)
+			return fmt.Errorf("log stripe %#x without extents: %w", r.Stripe, ErrInvalid)
 		}
 		seen[r.Stripe] = true
 		for _, d := range l.Deltas {
@@ -261,7 +263,7 @@ func (o *op) dropDeltas(ino Ino, first, last uint64, u *usageDelta) (map[uint64]
 		var live uint64
 		if ok {
 			if live, err = decodeU64(v); err != nil {
-				return nil, fmt.Errorf("live count of log stripe %d of %d: %w", log, ino, err)
+				return nil, fmt.Errorf("live count of log stripe %#x of %d: %w", log, ino, err)
 			}
 		}
 		if live > less[log] {
@@ -319,7 +321,7 @@ func (o *op) attachDeltas(ino Ino, recs []storedStripe, first, last uint64) erro
 				return err
 			}
 			if !found {
-				return fmt.Errorf("delta %d of stripe %d of %d: log stripe %d missing: %w", d.Seq, d.Stripe, ino, d.Log, ErrCorrupt)
+				return fmt.Errorf("delta %d of stripe %d of %d: log stripe %#x missing: %w", d.Seq, d.Stripe, ino, d.Log, ErrCorrupt)
 			}
 			lr = r.StripeRec
 			logs[d.Log] = lr
@@ -373,4 +375,101 @@ func decodeDelta(ino Ino, stripe, seq uint64, b []byte) (Delta, error) {
 		dc.fail("delta extent")
 	}
 	return d, dc.end(what)
+}
+
+// checkDeltas checks the delta invariants over the whole store: every
+// extent decodes, applies over its stripe's committed generation and
+// points into a log stripe that exists, and every live count is the sum
+// of the lengths of the extents in its log stripe.
+func (o *op) checkDeltas() ([]NamespaceProblem, error) {
+	var probs []NamespaceProblem
+	type logRef struct {
+		ino Ino
+		log uint64
+	}
+	sums := map[logRef]uint64{}
+	type stripeRef struct {
+		ino    Ino
+		stripe uint64
+	}
+	gens := map[stripeRef]uint64{}
+	bad := func(ino Ino, f string, a ...any) {
+		probs = append(probs, NamespaceProblem{Kind: ProblemDelta, Ino: ino, Detail: fmt.Sprintf(f, a...)})
+	}
+	var ds []Delta
+	var inos []Ino
+	p := []byte{pDelta}
+	err := o.tx.Scan(p, prefixEnd(p), 0, func(k, v []byte) bool {
+		if len(k) != 25 {
+			bad(0, "delta key of %d bytes", len(k))
+			return true
+		}
+		ino := Ino(binary.BigEndian.Uint64(k[1:]))
+		d, err := decodeDelta(ino, binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(k[17:]), v)
+		if err != nil {
+			bad(ino, "%v", err)
+			return true
+		}
+		ds, inos = append(ds, d), append(inos, ino)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range ds {
+		ino := inos[i]
+		sums[logRef{ino, d.Log}] += uint64(d.Len)
+		sr := stripeRef{ino, d.Stripe}
+		g, seen := gens[sr]
+		if !seen {
+			r, ok, err := o.stripe(ino, d.Stripe)
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				return nil, err
+			}
+			if ok {
+				g = r.Gen
+			}
+			gens[sr] = g
+		}
+		if g != d.BaseGen {
+			bad(ino, "delta %d of stripe %d applies over generation %d, the stripe has %d", d.Seq, d.Stripe, d.BaseGen, g)
+		}
+	}
+	counts := map[logRef]uint64{}
+	p = []byte{pLogLive}
+	err = o.tx.Scan(p, prefixEnd(p), 0, func(k, v []byte) bool {
+		if len(k) != 17 {
+			bad(0, "live count key of %d bytes", len(k))
+			return true
+		}
+		lr := logRef{Ino(binary.BigEndian.Uint64(k[1:])), binary.BigEndian.Uint64(k[9:])}
+		n, err := decodeU64(v)
+		if err != nil {
+			bad(lr.ino, "live count of log stripe %#x: %v", lr.log, err)
+			return true
+		}
+		counts[lr] = n
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, lr := range slices.SortedFunc(maps.Keys(sums), func(a, b logRef) int {
+		return cmp.Or(cmp.Compare(a.ino, b.ino), cmp.Compare(a.log, b.log))
+	}) {
+		if _, ok, err := o.stripe(lr.ino, lr.log); err != nil && !errors.Is(err, ErrCorrupt) {
+			return nil, err
+		} else if !ok {
+			bad(lr.ino, "extents in log stripe %#x, which has no record", lr.log)
+		}
+		if counts[lr] != sums[lr] {
+			bad(lr.ino, "log stripe %#x: live count %d, its extents hold %d bytes", lr.log, counts[lr], sums[lr])
+		}
+	}
+	for lr, n := range counts {
+		if _, ok := sums[lr]; !ok {
+			bad(lr.ino, "log stripe %#x: live count %d and no extents", lr.log, n)
+		}
+	}
+	return probs, nil
 }

@@ -20,6 +20,11 @@ const (
 	ProblemLinkCount     = "link-count"     // nlink differs from the dirents naming the inode
 	ProblemOrphanInode   = "orphan-inode"   // an inode no dirent names, not open
 	ProblemCorruptRecord = "corrupt-record" // an inode or dirent that does not decode
+	// ProblemDelta: a delta extent over a generation that is not its
+	// stripe's, or in a missing log stripe, or a log stripe whose live
+	// count is not the bytes of its extents (deltas.go). Reported, never
+	// repaired.
+	ProblemDelta = "delta-extent"
 )
 
 // LostFound is the directory below the root where repair links orphan
@@ -163,6 +168,11 @@ func (o *op) checkNamespace() ([]NamespaceProblem, error) {
 	if err != nil {
 		return nil, err
 	}
+	dp, err := o.checkDeltas()
+	if err != nil {
+		return nil, err
+	}
+	probs = append(probs, dp...)
 	for ino, n := range inodes {
 		switch {
 		case ino == RootIno:
