@@ -32,6 +32,9 @@ type readStream struct {
 	next int64  // offset after the furthest read that continued it
 	seqs int    // reads in a row that continued it (near next)
 	used uint64 // readStreams.tick at its last read (least recently used is replaced)
+	// wide says it started within the window of an established stream:
+	// it reaches as far as an established one (continued).
+	wide bool
 }
 
 // established reports whether the stream has been continued often enough
@@ -57,9 +60,9 @@ type readStreams struct {
 // window) and are merged. A read that continues no stream but lies within
 // the window of an established one is read as part of it (the kernel's
 // readahead requests arrive in any order within its window; the readers
-// of a strided layout lag behind each other), without moving it; if it is
-// ahead of that stream, or within no window at all, it also starts a new
-// stream (perhaps a new reader), replacing the least recently used.
+// of a strided layout lag behind each other), without moving it. Either
+// way it also starts a new stream (perhaps another reader), replacing the
+// least recently used.
 func (rs *readStreams) match(off, end, sb int64) (st *readStream, sequential bool) {
 	rs.tick++
 	near := 2 * sb
@@ -75,20 +78,20 @@ func (rs *readStreams) match(off, end, sb int64) (st *readStream, sequential boo
 		return rs.add(end), false
 	}
 	via.used = rs.tick
-	if off > via.next {
-		rs.add(end) // perhaps a new reader ahead of via
-	}
+	rs.add(end).wide = true // perhaps another reader, lagging or ahead
 	return via, true
 }
 
 // continued returns the stream a read of n bytes at off continues, or
 // nil: of the streams whose next is within reach of off, the nearest. An
-// established stream reaches near bytes either way (the kernel's
-// readahead requests arrive in any order); a stream not yet established
-// only 2n, so that random reads, which land anywhere, seldom continue one
-// of up to maxStreams earlier reads and pass for a stream (a sequential
-// reader's next request starts where its last ended, give or take the
-// requests in flight beside it).
+// established stream, and one started within the window of an
+// established stream (where reads are taken as sequential anyway), reach
+// near bytes either way (the kernel's readahead requests arrive in any
+// order; the readers of a strided file lag behind each other); another
+// stream only 2n, so that random reads, which land anywhere, seldom
+// continue one of up to maxStreams earlier reads and pass for a stream (a
+// sequential reader's next request starts where its last ended, give or
+// take the requests in flight beside it).
 func (rs *readStreams) continued(off, n, near int64) *readStream {
 	var best *readStream
 	bestDist := int64(-1)
@@ -98,7 +101,7 @@ func (rs *readStreams) continued(off, n, near int64) *readStream {
 			dist = -dist
 		}
 		reach := 2 * n
-		if st.established() {
+		if st.established() || st.wide {
 			reach = near
 		}
 		if dist <= reach && (best == nil || dist < bestDist) {
