@@ -138,7 +138,7 @@ func poolSetCmd(g *globals) *cobra.Command {
       how long a drive that stops answering stays down (not rebuilt) before it
       is declared failed and rebuilt, e.g. 10m (the default), 90s, 1h
   small-file-threshold SIZE
-      files smaller than this are mirrored (1+M copies) rather than
+      files of at most this size are mirrored (1+M copies) rather than
       erasure-coded, and move to erasure coding as they grow; 0 turns it off`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -19,8 +19,9 @@ import (
 //   - Small files. Stripe 0 of a file is written as a mirror, one data
 //     fragment and M copies of it (1+M drives, the layout's parity count,
 //     so it survives as many failures as the erasure-coded stripes), when it
-//     holds fewer user bytes than the pool's small-file threshold
-//     (clustermap.Pool.SmallFileLimit) and no more than one stripe unit. A
+//     holds at most the pool's small-file threshold of user bytes
+//     (clustermap.Pool.SmallFileLimit; 0 turns mirroring off) and no more
+//     than one stripe unit. A
 //     4 KiB file then costs three 4 KiB writes in an 8+2 pool instead of
 //     ten, and one read. The file's layout stays erasure-coded: when the file
 //     grows past the threshold, the read-modify-write that writes stripe 0's
@@ -49,7 +50,7 @@ func (c *Client) writeLayout(ctx context.Context, lay meta.Layout, stripe uint64
 		return lay // placeAndWrite reports the error
 	}
 	p, err := m.Pool(lay.Pool)
-	if err != nil || int64(l) >= p.SmallFileLimit() {
+	if err != nil || int64(l) > p.SmallFileLimit() || p.SmallFileLimit() == 0 {
 		return lay
 	}
 	lay.K, lay.Mirror = 1, true

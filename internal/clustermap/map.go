@@ -60,7 +60,7 @@ type Pool struct {
 	// RebuildPriority trades rebuild speed against client I/O: one of
 	// Priorities; "" means medium.
 	RebuildPriority string `json:"rebuild_priority,omitempty"`
-	// SmallFileThreshold: files smaller than this many bytes are mirrored
+	// SmallFileThreshold: files of at most this many bytes are mirrored
 	// rather than erasure-coded; nil means DefaultSmallFileThreshold, 0
 	// disables. Replaced, never mutated in place (Clone shares it). See
 	// SmallFileLimit (smallfile.go).

@@ -59,7 +59,7 @@ func TestSmallFilesThroughMount(t *testing.T) {
 			switch {
 			case n == 0:
 				want = "none"
-			case n < 64<<10:
+			case n <= 64<<10:
 				want = "1+2"
 			}
 			if s := scheme(t, name); s != want {
@@ -89,7 +89,7 @@ func TestSmallFilesThroughMount(t *testing.T) {
 				t.Fatalf("after %d bytes appended: other mount reads %d bytes, err %v", len(model), len(got), err)
 			}
 			want := "8+2"
-			if len(model) < 64<<10 {
+			if len(model) <= 64<<10 {
 				want = "1+2"
 			}
 			if s := scheme(t, "grow"); s != want {

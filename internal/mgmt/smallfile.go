@@ -11,7 +11,7 @@ import (
 // EventSmallFile is logged when a pool's small-file threshold changes.
 const EventSmallFile = "pool.small-file-threshold"
 
-// SetSmallFileThreshold sets the size under which a pool's files are
+// SetSmallFileThreshold sets the size up to which a pool's files are
 // mirrored rather than erasure-coded (0 turns mirroring of small files
 // off). It applies to stripes written from the next map epoch on; stripes
 // already written keep their scheme until they are rewritten.
