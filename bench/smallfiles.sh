@@ -10,7 +10,10 @@
 #   - poolfs: `poolfs up --mount` (12 drives, the default 8+2 scheme,
 #     SQLite metadata in process); a close commits the file (visible to
 #     every client), fsync makes it durable (docs/durability.md);
-#   - the local file system of WORKDIR (ext4 on our machines).
+#   - the local file system of WORKDIR (ext4 on our machines);
+#   - the FUSE ceiling: `poolfs mount-null --loopback` over a tmpfs
+#     directory (go-fuse's loopback file system, /dev/fuse): what any FUSE
+#     file system can reach on this machine with the same requests.
 # JuiceFS is not run: its column is the reference figure measured beside
 # poolfs in issue 16 (JuiceFS 1.4 on SQLite with a local file store, 4 KiB
 # files, 1 task: 626 creates/s), the target being twice that.
@@ -24,17 +27,19 @@ work=${2:-./bench/out/smallfiles}
 juicefs_create_4k=626 # issue 16: JuiceFS, mdtest -F -n 500 -w 4096 -e 4096, 1 task
 source "$(dirname "$0")/lib.sh"
 bench_build
-rm -rf "$work"; mkdir -p "$work"/{local,mnt}; work=$(cd "$work" && pwd)
+rm -rf "$work"; mkdir -p "$work"/{local,mnt,lbm}; work=$(cd "$work" && pwd)
+lb=$(mktemp -d /dev/shm/poolfs-smallfiles.XXXXXX)
 haltpoll_apply
 cleanup() {
   haltpoll_restore
-  stop_all "$work/mnt"
-  rm -rf "$work/cluster" "$work/local"
+  stop_all "$work/mnt" "$work/lbm"
+  rm -rf "$lb" "$work/cluster" "$work/local"
 }
 trap cleanup EXIT
 
 "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
-waitmount "$work/mnt"
+"$bin" mount-null --loopback "$lb" "$work/lbm" >"$work/lb.log" 2>&1 & pids+=($!)
+waitmount "$work/mnt" "$work/lbm"
 
 # rates DIR BYTES TASKS -> "create stat read remove" (ops/s, rounded)
 rates() {
@@ -61,26 +66,30 @@ reps=${POOLFS_BENCH_REPS:-3}
 declare -A res
 cases=("4096 1" "4096 2" "65536 1" "65536 2")
 for c in "${cases[@]}"; do
-  p=() l=()
+  p=() l=() f=()
   for _ in $(seq "$reps"); do
-    # Alternate the two so that a neighbour's load hits both alike.
+    # Alternate them so that a neighbour's load hits all alike.
     p+=("$(rates "$work/mnt" $c)")
     l+=("$(rates "$work/local" $c)")
+    f+=("$(rates "$work/lbm" $c)")
   done
   res["poolfs|$c"]=$(median "${p[@]}")
   res["local|$c"]=$(median "${l[@]}")
+  res["fuse|$c"]=$(median "${f[@]}")
 done
 
 haltpoll_line
 echo "mdtest -F -n $items per task, median of $reps runs; ops/s: create / stat / read / remove"
 echo
-echo "| file size, tasks | poolfs up --mount | local file system | poolfs / local | create: poolfs / JuiceFS reference ($juicefs_create_4k) |"
-echo "|---|---|---|---|---|"
+echo "| file size, tasks | poolfs up --mount | local file system | FUSE loopback over tmpfs (ceiling) | poolfs / local | poolfs / FUSE ceiling | create: poolfs / JuiceFS reference ($juicefs_create_4k) |"
+echo "|---|---|---|---|---|---|---|"
 for c in "${cases[@]}"; do
   read -r bytes tasks <<<"$c"
   read -r a b r d <<<"${res["poolfs|$c"]}"
   read -r x y s z <<<"${res["local|$c"]}"
+  read -r u v w q <<<"${res["fuse|$c"]}"
   ratio=$(python3 -c "print(' / '.join(f'{p/q:.2f}' for p, q in zip([$a,$b,$r,$d],[$x,$y,$s,$z])))")
+  fratio=$(python3 -c "print(' / '.join(f'{p/q:.2f}' for p, q in zip([$a,$b,$r,$d],[$u,$v,$w,$q])))")
   jfs=$(python3 -c "print(f'{$a/$juicefs_create_4k:.2f}')")
-  echo "| $((bytes / 1024)) KiB, $tasks | $a / $b / $r / $d | $x / $y / $s / $z | $ratio | $jfs |"
+  echo "| $((bytes / 1024)) KiB, $tasks | $a / $b / $r / $d | $x / $y / $s / $z | $u / $v / $w / $q | $ratio | $fratio | $jfs |"
 done
