@@ -37,9 +37,11 @@ type FragmentAt struct {
 }
 
 // ReconstructArgs is one reconstruct (or copy) task: read K fragments of a
-// stripe generation from Sources (in order of preference; later ones are
-// read only if earlier ones fail), decode, and write the fragments named by
-// Targets. If every target index is read, the task copies without decoding.
+// stripe generation from Sources (in order of preference; a later one is
+// read only when one read fails, at once), decode, and write the fragments
+// named by Targets. If every target index is among Sources, the task
+// copies: it reads only those sources and fails if one of its fragments
+// cannot be read. The reading, verifying and writing is stripeio's.
 type ReconstructArgs struct {
 	Ino       uint64       `json:"ino"`
 	Stripe    uint64       `json:"stripe"`
