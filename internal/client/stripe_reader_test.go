@@ -246,3 +246,29 @@ func TestRangedReadAroundBlockedDrive(t *testing.T) {
 		})
 	}
 }
+
+// TestRangedReadChecksStripeLength: a fragment whose header names the
+// right key and shard size but another stripe length (sealed, checksums
+// valid: written for another commit of the stripe) is refused by a
+// ranged read, as the whole-stripe read refuses it, and the bytes come
+// from the other fragments. Ranged reads used to check only the key and
+// shard size, and returned the other fragment's bytes.
+func TestRangedReadChecksStripeLength(t *testing.T) {
+	f := newStripeFixture(t, 4, 2, Options{})
+	s := int(f.rec.ShardSize)
+	frag := erasure.AlignedBuffer(erasure.FragmentSize(s))
+	shard := erasure.FragmentShard(frag, s)
+	for i := range shard {
+		shard[i] = 0xAA
+	}
+	erasure.SealFragment(frag, erasure.Header{Key: f.key(1), K: 4, M: 2, StripeLen: f.rec.Len + 1, ShardSize: uint32(s)})
+	f.drives[1].Put(f.key(1), frag)
+	in, n := s+100, 5000 // inside fragment 1
+	dst := make([]byte, n)
+	if err := f.c.readRange(context.Background(), f.lay, fixtureIno, f.rec, in, dst, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst, f.data[in:in+n]) {
+		t.Fatal("ranged read returned the bytes of a fragment of another stripe length")
+	}
+}
