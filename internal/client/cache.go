@@ -15,15 +15,17 @@ import (
 
 // stripeCache keeps up to max whole stripes a handle read or is reading
 // ahead, keyed by stripe and generation, with reads in progress shared.
-// When full it evicts, of the stripes a read has taken something from,
-// the least recently used: its reader has moved on. A stripe read ahead
-// and not yet asked for goes only when no other can (and then the one
-// started last, furthest ahead of its reader): with several streams on
+// When full it evicts, of the stripes reads have copied every byte out
+// of, the least recently used: their readers have moved on. Then stripes
+// read ahead and not yet asked for (the one started last, furthest ahead
+// of its reader), then stripes read in part (least recently used), and
+// the stripes streams read next last (evictRank): with several streams on
 // one file, evicting by position took the read-ahead stripes of the
-// stream lowest in the file before its reader got to them. Readahead
-// starts nothing that would evict such a stripe (room). It is guarded by
-// the File's mutex, as are the entries' used and taken; the entries'
-// bytes are read without it (see cacheEntry).
+// stream lowest in the file before its reader got to them, and with the
+// readers of a strided file, the stripes the laggards had still to read.
+// Readahead starts nothing that would evict a stripe not read through
+// (room). It is guarded by the File's mutex, as are the entries' used and
+// taken; the entries' bytes are read without it (see cacheEntry).
 type stripeCache struct {
 	max     int // the File sets it from its streams (cacheSizeLocked)
 	tick    uint64
@@ -44,6 +46,9 @@ type cacheEntry struct {
 	// started); taken says a read has (not only readahead).
 	used  uint64
 	taken bool
+	// read counts the user bytes reads copied out of it: once it reaches
+	// len, every reader of the stripe has (most likely) been served.
+	read atomic.Int64
 
 	b      *stripeBuf // nil after an error
 	pool   *bufPool
@@ -162,17 +167,39 @@ func (c *stripeCache) start(s, gen uint64, taken bool, busy []uint64) *cacheEntr
 	return e
 }
 
-// evictRank orders entries for eviction, lowest first: stripes a read has
-// taken that no stream reads next (their readers have moved on), then
-// stripes read ahead and not yet taken, then the stripes streams are in.
+// consumed reports whether the entry is filled and reads have copied out
+// as many bytes as it holds (or it failed): nobody waits for it any more.
+func (e *cacheEntry) consumed() bool {
+	select {
+	case <-e.ready:
+		return e.err != nil || e.read.Load() >= int64(e.len)
+	default:
+		return false
+	}
+}
+
+// Eviction ranks (evictRank), lowest evicted first.
+const (
+	rankConsumed = iota // every byte read: its readers have moved on
+	rankAhead           // read ahead, not yet taken
+	rankPartly          // taken, but bytes of it not yet read (the other readers of a strided file)
+	rankBusy            // where a stream reads next
+)
+
+// evictRank orders entries for eviction: stripes read through, then
+// stripes read ahead and not yet taken, then stripes read in part (with
+// several readers of a strided file, the laggards' stripes), then the
+// stripes streams are in.
 func evictRank(x uint64, e *cacheEntry, busy []uint64) int {
 	switch {
 	case slices.Contains(busy, x):
-		return 2
+		return rankBusy
+	case e.consumed():
+		return rankConsumed
 	case e.taken:
-		return 0
+		return rankPartly
 	default:
-		return 1
+		return rankAhead
 	}
 }
 
@@ -189,7 +216,7 @@ func (c *stripeCache) victim(keep uint64, busy []uint64) uint64 {
 		}
 		r := evictRank(x, e, busy)
 		older := e.used < ve.usedOr(e.used)
-		if r == 1 {
+		if r == rankAhead {
 			older = e.used > ve.usedOr(e.used)
 		}
 		if ve == nil || r < vr || r == vr && older {
@@ -207,13 +234,13 @@ func (e *cacheEntry) usedOr(d uint64) uint64 {
 }
 
 // room reports whether a stripe read ahead can be added without evicting
-// one read ahead and not yet taken, or one a stream is in.
+// one that is not yet read through.
 func (c *stripeCache) room(busy []uint64) bool {
 	if len(c.entries) < c.max {
 		return true
 	}
 	for x, e := range c.entries {
-		if evictRank(x, e, busy) == 0 {
+		if evictRank(x, e, busy) == rankConsumed {
 			return true
 		}
 	}

@@ -48,13 +48,14 @@
 // either way of an established stream, twice its own length of a new one,
 // so that random reads are not taken for streams), each stream has its
 // own position, count and read-ahead window, and a read that continues
-// none starts a stream in place of the least recently used. The cache holds
-// a window for each established stream that read recently (up to
-// Options.ReadAheadTotal),
-// and evicts stripes that readers have moved past before any stripe read
-// ahead and not yet read, and those before the stripes streams are in. A
-// read that overlaps the File's unflushed writes is
-// done with the mutex held and lays them over the committed bytes.
+// none starts a stream in place of the least recently used. The cache
+// holds a window for each established stream that read recently (up to
+// Options.ReadAheadTotal), and evicts stripes read through before stripes
+// read ahead and not yet read, those before stripes read in part (the
+// laggards of a strided file still need them), and those before the
+// stripes streams are in; readahead evicts only stripes read through. A
+// read that overlaps the File's unflushed writes is done with the mutex
+// held and lays them over the committed bytes.
 // TryReadAt and TryWriteAtFor are the reads and writes that never wait
 // (ErrWouldBlock instead, having changed nothing): the mount serves small
 // requests with them on the thread that received them.

@@ -202,6 +202,7 @@ func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) 
 				return err
 			}
 			e.copyOut(dst, pc.in)
+			e.read.Add(int64(len(dst)))
 		default:
 			f.rangeReads.Add(1)
 			if err := f.c.readRange(ctx, pl.lay, pl.ino, rec, pc.in, dst, f.name); err != nil {

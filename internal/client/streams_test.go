@@ -206,3 +206,52 @@ func TestRandomReadsAreNotStreams(t *testing.T) {
 		})
 	}
 }
+
+// TestStridedLaggard: four readers of a strided file (each stripe holds a
+// request of each), one of them lagging lag stripes behind the others, as
+// a descheduled task of an IOR run does. The cache keeps the stripes the
+// laggard has still to read rather than letting the others' readahead push
+// them out: each stripe is read whole once (and a few read ahead past the
+// end), not again for the laggard. The bytes are checked.
+func TestStridedLaggard(t *testing.T) {
+	const (
+		stripe  = 4 * 64 << 10 // 4+2, 64 KiB units
+		xfer    = 64 << 10     // a quarter stripe: one request of each reader per stripe
+		readers = 4
+		stripes = 48
+		ahead   = 4
+	)
+	conn := startWith(t, client.Options{ReadAhead: ahead, ReadAheadTotal: 16 * ahead, StripesInFlight: 8})
+	ctx := context.Background()
+	w, data := written(t, conn, "strided", stripes*stripe)
+	for _, lag := range []int{4, 8, 10} {
+		t.Run(fmt.Sprint(lag), func(t *testing.T) {
+			f := reopen(t, conn, w)
+			defer f.Close()
+			got := make([]byte, len(data))
+			read := func(r, s int) {
+				off := (s*readers + r) * xfer
+				if k, err := f.ReadAt(ctx, got[off:off+xfer], int64(off)); err != nil || k != xfer {
+					t.Fatalf("reader %d at %d: %d bytes, %v", r, off, k, err)
+				}
+			}
+			for s := 0; s < stripes+lag; s++ {
+				for r := 1; r < readers && s < stripes; r++ {
+					read(r, s)
+				}
+				if s >= lag {
+					read(0, s-lag)
+				}
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatal("content differs")
+			}
+			whole, ranges := f.ReadCounts()
+			t.Logf("%d stripes read whole, %d shard ranges", whole, ranges)
+			if whole > stripes+ahead || ranges > 2*readers {
+				t.Errorf("read as %d whole stripes and %d shard ranges; want each of the %d stripes read whole once (and up to %d read ahead past the end), at most %d range reads",
+					whole, ranges, stripes, ahead, 2*readers)
+			}
+		})
+	}
+}
