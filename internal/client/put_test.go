@@ -319,3 +319,54 @@ func TestGetHolesAndShortStripes(t *testing.T) {
 		t.Fatalf("get: %d bytes, differ from the %d expected", got.Len(), len(want))
 	}
 }
+
+// failingReader yields n random bytes, then fails.
+type failingReader struct{ n int }
+
+var errSource = errors.New("source broke")
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, errSource
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = byte(rand.Uint32())
+	}
+	r.n -= k
+	return k, nil
+}
+
+// TestPutSourceErrorKeepsTarget: a Put whose source fails after several
+// stripes (some written in the background, one partly buffered) returns
+// the source's error, leaves the file it replaces as it was and no
+// temporary file behind, and a Put afterwards works.
+func TestPutSourceErrorKeepsTarget(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const stripe = 4 * 64 << 10
+	old := bytes.Repeat([]byte("old!"), stripe/4+3)
+	if _, err := conn.Client.Put(ctx, "/t", bytes.NewReader(old), client.PutOptions{Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := conn.Client.Put(ctx, "/t", &failingReader{5*stripe + 1000}, client.PutOptions{Size: -1})
+	if !errors.Is(err, errSource) {
+		t.Fatalf("put from a failing source: %v, want its error", err)
+	}
+	var got bytes.Buffer
+	if _, err := conn.Client.Get(ctx, "/t", &got, client.GetOptions{}); err != nil || !bytes.Equal(got.Bytes(), old) {
+		t.Fatalf("target after the failed put: %v (unchanged %v)", err, bytes.Equal(got.Bytes(), old))
+	}
+	ents, err := conn.Client.ReadDir(ctx, "/")
+	if err != nil || len(ents) != 1 || ents[0].Name != "t" {
+		t.Fatalf("root after the failed put: %v %v, want only t", ents, err)
+	}
+	fresh := bytes.Repeat([]byte("new!"), stripe)
+	if _, err := conn.Client.Put(ctx, "/t", bytes.NewReader(fresh), client.PutOptions{Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	got.Reset()
+	if _, err := conn.Client.Get(ctx, "/t", &got, client.GetOptions{}); err != nil || !bytes.Equal(got.Bytes(), fresh) {
+		t.Fatalf("put after the failed one: %v (equal %v)", err, bytes.Equal(got.Bytes(), fresh))
+	}
+}
