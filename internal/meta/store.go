@@ -148,9 +148,27 @@ func (o *op) addCounter(k []byte, delta int64) error {
 	return o.tx.Put(k, encodeU64(uint64(int64(cur)+delta)))
 }
 
-// sumCounters returns the sum of the signed counters with prefix p.
+// sumCounters returns the sum of the signed counters p+shard, shard in
+// [0, shards).
 func (o *op) sumCounters(p []byte) (int64, error) {
 	var sum int64
+	if o.s.e.Dialect().CachedGets {
+		for i := range byte(shards) {
+			v, ok, err := o.get(append(p[:len(p):len(p)], i))
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				continue
+			}
+			n, err := decodeU64(v)
+			if err != nil {
+				return 0, err
+			}
+			sum += int64(n)
+		}
+		return sum, nil
+	}
 	var derr error
 	err := o.tx.Scan(p, prefixEnd(p), 0, func(_, v []byte) bool {
 		n, err := decodeU64(v)

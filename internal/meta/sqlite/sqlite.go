@@ -229,7 +229,7 @@ func open(path string, o Options) (*Engine, error) {
 }
 
 // Dialect reports {Name: "sqlite", Shared: false}.
-func (e *Engine) Dialect() meta.Dialect { return meta.Dialect{Name: "sqlite"} }
+func (e *Engine) Dialect() meta.Dialect { return meta.Dialect{Name: "sqlite", CachedGets: true} }
 
 // Close waits for queued updates, then closes the database.
 func (e *Engine) Close() error {
