@@ -77,7 +77,7 @@ func TestSmallFilesAreMirrored(t *testing.T) {
 					}
 					return
 				}
-				if threshold != 0 && n < 64<<10 {
+				if threshold != 0 && n <= 64<<10 {
 					wantScheme(t, conn, p, 0, 1, 2)
 				} else {
 					wantScheme(t, conn, p, 0, 8, 2)
@@ -109,7 +109,7 @@ func TestSmallFileGrowsToErasureCoding(t *testing.T) {
 		if got := readAll(t, g); !bytes.Equal(got, model) {
 			t.Fatalf("size %d: content differs", size)
 		}
-		if size < 64<<10 {
+		if size <= 64<<10 {
 			wantScheme(t, conn, "/grow", 0, 1, 2)
 		} else {
 			wantScheme(t, conn, "/grow", 0, 8, 2)
