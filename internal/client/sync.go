@@ -89,7 +89,9 @@ func (u *unsynced) take() []placement.DriveID {
 // next Sync tries it again (and a drive whose sync failed keeps failing:
 // its failure is sticky), and the error names it. A drive the map says is
 // not up is skipped: what it held is restored from the other fragments of
-// its stripes, as for any drive that fails.
+// its stripes, as for any drive that fails; so is one whose sync failed
+// and that the map, fetched again after the failure, says is no longer up
+// (syncErrors).
 func (c *Client) Sync(ctx context.Context) error {
 	if err := c.syncDrives(ctx); err != nil {
 		return err
@@ -150,7 +152,34 @@ func (c *Client) syncDrives(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return c.syncErrors(ctx, ids, errs)
+}
+
+// syncErrors is the error of a syncDrives pass whose sync of ids[i] failed
+// with errs[i]. A drive whose failed sync was reported (the drives the
+// client gets report their errors) and that the map, fetched again, now
+// says is down, failed or out is skipped as if it had been so before: its
+// fragments are restored from the others of their stripes, which this pass
+// made durable. A drive still up fails the sync.
+func (c *Client) syncErrors(ctx context.Context, ids []placement.DriveID, errs []error) error {
+	if errors.Join(errs...) == nil {
+		return nil
+	}
+	m, err := c.RefreshMap(ctx)
+	if err != nil {
+		return errors.Join(errs...)
+	}
+	var left []error
+	for i, id := range ids {
+		if errs[i] == nil {
+			continue
+		}
+		if d, err := m.Drive(id); err == nil && d.State != clustermap.StateUp {
+			continue
+		}
+		left = append(left, errs[i])
+	}
+	return errors.Join(left...)
 }
 
 func driveNums(ids []placement.DriveID) []uint32 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ import (
 type recDrives struct {
 	inner    client.Drives
 	volatile bool
+
+	// failSync, if set, is asked before each drive sync: an error it
+	// returns is the sync's (a drive that stopped answering).
+	failSync func(placement.DriveID) error
 
 	mu      sync.Mutex
 	writes  map[erasure.FragmentKey]fragWrite
@@ -154,6 +159,11 @@ func (d *recDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, of
 }
 
 func (d *recDrive) Sync(ctx context.Context) error {
+	if f := d.r.failSync; f != nil {
+		if err := f(d.id); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	d.r.mu.Lock()
 	frags := d.r.pending[d.id]
@@ -503,5 +513,51 @@ func TestSyncSkipsDriveDown(t *testing.T) {
 	}
 	if len(rec.syncs) == 0 {
 		t.Fatal("no drive synced")
+	}
+}
+
+// TestSyncDriveFailingThenDown: a drive that stops answering fails its
+// sync. Once the map says it is down (the management service's answer to
+// the report of the failed sync), the fsync succeeds without it, as if it
+// had been down before: its fragments are rebuilt from the stripes'
+// others, which the fsync made durable. While the map still says it is up,
+// the fsync fails and names it.
+func TestSyncDriveFailingThenDown(t *testing.T) {
+	for _, markDown := range []bool{true, false} {
+		t.Run(fmt.Sprintf("markDown=%v", markDown), func(t *testing.T) {
+			c, rec, other := recClient(t, false)
+			ctx := context.Background()
+			inos := []meta.Ino{put(t, c, "f", randBytes(4096), false)}
+			recs, err := other.Meta.Stripes(ctx, inos[0], 0, 0)
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("stripes %v, %v", recs, err)
+			}
+			bad := placement.DriveID(recs[0].Drives[0])
+			rec.failSync = func(id placement.DriveID) error {
+				if id != bad {
+					return nil
+				}
+				if markDown {
+					other.Maps.Update(func(m *clustermap.Map) {
+						if _, err := m.SetState(bad, clustermap.StateDown, time.Now()); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+				return errors.New("drive not answering")
+			}
+			err = c.Sync(ctx)
+			if markDown && err != nil {
+				t.Fatalf("Sync with drive %v failing and then down: %v", bad, err)
+			}
+			if !markDown && (err == nil || !strings.Contains(err.Error(), bad.String())) {
+				t.Fatalf("Sync with drive %v failing and still up: %v, want an error naming it", bad, err)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.syncs) == 0 {
+				t.Fatal("no drive synced")
+			}
+		})
 	}
 }
