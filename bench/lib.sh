@@ -11,6 +11,13 @@ bench_build() { (cd "$root" && go build -o "$bin" ./cmd/poolfs); }
 # drop writes back and drops the page cache (root).
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
+# drive_size GIB: the size each of 12 drives advertises for a run that
+# stores GIB of user data: room for the data at up to 2.5x (8+2 parity,
+# garbage not yet collected, the preservation capacity held back) and no
+# more, since `poolfs up` refuses drives larger than the free space under
+# the cluster directory.
+drive_size() { echo "$(( ($1 * 5 + 23) / 24 + 1 ))G"; }
+
 # waitmount DIR... waits up to 20 s for each DIR to be a mount point.
 waitmount() {
   for d in "$@"; do

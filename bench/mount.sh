@@ -54,11 +54,11 @@ fio_bw() {
 "$bin" mount-null "$work/null" >/dev/null 2>&1 & pids+=($!)
 "$bin" mount-null --direct-io --parallel "$work/nulld" >/dev/null 2>&1 & pids+=($!)
 if [ "${POOLFS_MOUNT:-embedded}" = client ]; then
-  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives $ndrives --drive-size 64G >"$work/up.log" 2>&1 & pids+=($!)
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives $ndrives --drive-size "$(drive_size "$size_gib")" >"$work/up.log" 2>&1 & pids+=($!)
   for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
   "$bin" mount -c "$work/cluster" ${POOLFS_MOUNT_FLAGS:-} "$work/mnt" >"$work/mount.log" 2>&1 & pids+=($!)
 else
-  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives $ndrives --drive-size 64G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+  "$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives $ndrives --drive-size "$(drive_size "$size_gib")" ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 fi
 waitmount "$work/mnt" "$work/null" "$work/nulld"
 

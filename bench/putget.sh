@@ -7,7 +7,7 @@
 #
 # DRIVE_FORMAT=files|segments picks the drives' on-disk format (default:
 # poolfs up's default); DRIVE_SIZE the size each of the 12 drives advertises
-# (default 64G; poolfs up refuses drives larger than the free space of the
+# (default: room for SIZE_GIB, bench/lib.sh drive_size; poolfs up refuses drives larger than the free space of the
 # file system under WORKDIR).
 # Needs root (to drop caches) and fio. Prints a Markdown table and writes
 # WORKDIR/result.json.
@@ -32,7 +32,7 @@ fio_w1=$(fio_bw write psync 1);   drop; fio_r1=$(fio_bw read psync 1)
 fio_w16=$(fio_bw write libaio 16); drop; fio_r16=$(fio_bw read libaio 16)
 
 echo "poolfs up (12 drives, 8+2, 1 MiB unit, drive format ${DRIVE_FORMAT:-default}) ..." >&2
-"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size "${DRIVE_SIZE:-64G}" \
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size "${DRIVE_SIZE:-$(drive_size "$size_gib")}" \
   ${DRIVE_FORMAT:+--drive-format "$DRIVE_FORMAT"} >"$work/up.log" 2>&1 &
 up=$!
 trap 'kill $up 2>/dev/null; wait $up 2>/dev/null; rm -rf "$work/cluster" "$work/fio.dat"' EXIT

@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 "$bin" mount-null --direct-io --parallel "$work/nulld" >/dev/null 2>&1 & pids+=($!)
-"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 64G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
+"$bin" up -c "$work/cluster" --listen 127.0.0.1:0 --drives 12 --drive-size 2G ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 waitmount "$work/mnt" "$work/nulld"
 
 # fio_bw DIR rw bs direct -> MB/s of one process, SIZE_MIB of one file.
