@@ -190,13 +190,25 @@ func (e *Engine) runLingerOne(r *request) {
 			return
 		}
 		e.updates.Add(1)
+		// What the request read from SQLite is the acknowledged state
+		// from before its writes: cached first, so that its writes,
+		// stored after, replace it. (The other way round, a key the
+		// request read and then wrote, evicted by the store of its
+		// writes, came back as the value read: a record just written read
+		// as absent.)
+		e.fillReads(t)
 		if r.err == nil && r.panic == nil {
 			e.cache.applyNow(t.req)
 			e.lg.n++
 		}
 	}
+	e.fillReads(t)
+}
+
+// fillReads caches what the current request of the lingering transaction
+// t read from SQLite.
+func (e *Engine) fillReads(t *txn) {
 	if len(t.reads) > 0 {
-		// What the request read from SQLite is the acknowledged state.
 		e.cache.fill(e.cache.generation(), t.reads)
 		clear(t.reads)
 	}
