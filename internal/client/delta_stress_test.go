@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"poolfs/internal/client"
+	"poolfs/internal/meta"
 )
 
 // TestConcurrentSmallWritesWithFolds: several writers of one File (as the
@@ -57,4 +58,58 @@ func TestConcurrentSmallWritesWithFolds(t *testing.T) {
 	f.WaitFolds()
 	deltaStats(t, conn, ino) // fails on an extent without its log stripe
 	checkFile(t, fresh(conn), ino, ref, "after concurrent writes and folds")
+}
+
+// TestDeltaLogBounded: a writer of small random writes all over a file is
+// held back while its delta log is more than twice its budget, so the
+// log never holds much more than that (and its space on the drives stays
+// bounded), whatever the folds' pace.
+func TestDeltaLogBounded(t *testing.T) {
+	const budget = 256 << 10
+	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: budget, FoldsInFlight: 1})
+	ctx := context.Background()
+	const size = 16 << 20
+	f, ref := written(t, conn, "f", size)
+	ino := f.Attr().Ino
+	most := 0
+	for i := range 3000 {
+		off := rand.IntN(size/4096) * 4096
+		p := make([]byte, 4096)
+		for j := range p {
+			p[j] = byte(rand.Uint32())
+		}
+		if _, err := f.WriteAt(ctx, p, int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		copy(ref[off:], p)
+		if i%50 == 0 {
+			most = max(most, deltaBytes(t, conn, ino))
+		}
+	}
+	// Twice the budget, plus one write-back that went over it.
+	if bound := 2*budget + 2<<20; most > bound {
+		t.Fatalf("the delta log held %d bytes, more than %d (budget %d)", most, bound, budget)
+	}
+	t.Logf("most delta bytes seen: %d (budget %d)", most, budget)
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFolds()
+	checkFile(t, fresh(conn), ino, ref, "after a writer held back by the folds")
+}
+
+// deltaBytes is the bytes of the delta extents of file ino.
+func deltaBytes(t *testing.T, conn *conn, ino meta.Ino) int {
+	t.Helper()
+	recs, err := conn.Meta.Stripes(context.Background(), ino, 0, meta.LogStripeBase-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		for _, d := range r.Deltas {
+			n += int(d.Len)
+		}
+	}
+	return n
 }

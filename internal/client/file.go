@@ -298,7 +298,10 @@ func (f *File) wroteLocked(ctx context.Context, m *ErrMark, end int64) error {
 		return err
 	}
 	if f.overDirtyLocked(0, 0) {
-		return f.writebackLocked(ctx, true)
+		if err := f.writebackLocked(ctx, true); err != nil {
+			return err
+		}
+		f.foldBackpressureLocked()
 	}
 	return nil
 }

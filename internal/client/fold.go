@@ -154,8 +154,18 @@ func (f *File) foldInBackground(s uint64) {
 	if err == nil {
 		f.foldedLocked(s, gen)
 	}
-	if len(f.mu.fold.running) == 0 {
-		f.wb.idle.Broadcast()
+	f.wb.idle.Broadcast() // WaitFolds, and writers held back (foldBackpressureLocked)
+}
+
+// foldBackpressureLocked holds a writer back while the File's delta bytes
+// are more than twice its budget and folds are running: a writer faster
+// than the folds (random writes all over a large file) then goes at their
+// pace, so that the log, and the space it takes on the drives, stays
+// bounded. Only writes that wrote back call it (never a TryWriteAtFor);
+// f.mu is released while it waits.
+func (f *File) foldBackpressureLocked() {
+	for f.mu.fold.total > 2*f.budgetLocked() && len(f.mu.fold.running) > 0 {
+		f.wb.idle.Wait()
 	}
 }
 
