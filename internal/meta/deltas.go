@@ -165,11 +165,7 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 		if err := u.flush(o); err != nil {
 			return err
 		}
-		n.Mtime, n.Ctime = o.now, o.now
-		if mtime != 0 {
-			n.Mtime = mtime
-		}
-		a = n.Attr
+		a = o.touched(&n, mtime)
 		return o.putInode(&n)
 	})
 	if err != nil {

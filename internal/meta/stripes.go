@@ -91,11 +91,7 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 			return err
 		}
 		n.Size = max(n.Size, newSize)
-		n.Mtime, n.Ctime = o.now, o.now
-		if mtime != 0 {
-			n.Mtime = mtime
-		}
-		a = n.Attr
+		a = o.touched(&n, mtime)
 		return o.putInode(&n)
 	})
 	if err != nil {
@@ -422,4 +418,14 @@ func (s *Store) ListPG(ctx context.Context, pool, pg uint32, after StripeRef, li
 		return nil, fmt.Errorf("list pool %d pg %d: %w", pool, pg, err)
 	}
 	return out, nil
+}
+
+// touched sets n's ctime to now and its mtime to mtime (0: now), as a
+// commit of its data does, and returns its attributes.
+func (o *op) touched(n *inode, mtime int64) Attr {
+	n.Mtime, n.Ctime = o.now, o.now
+	if mtime != 0 {
+		n.Mtime = mtime
+	}
+	return n.Attr
 }
