@@ -173,6 +173,7 @@ func (e *Engine) runLingerOne(r *request) {
 		t.write = false
 		r.panic, r.err = run(r.fn, t)
 		t.write = true
+		e.fillReads(t)
 	} else {
 		if _, err := t.tx.Exec(`SAVEPOINT u`); err != nil {
 			r.err = e.abortLinger(fmt.Errorf("sqlite savepoint: %w", err))
@@ -202,7 +203,6 @@ func (e *Engine) runLingerOne(r *request) {
 			e.lg.n++
 		}
 	}
-	e.fillReads(t)
 }
 
 // fillReads caches what the current request of the lingering transaction
