@@ -180,7 +180,7 @@ func fsckOffline(ctx context.Context, dir string, o fsck.Options) (*fsck.Report,
 	}
 	defer eng.Close()
 	st := meta.New(eng, meta.Options{})
-	m, err := mgmt.New(st, nil, nil).Load(ctx)
+	m, err := mgmt.New(st, nil, nil, nil).Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fsck: cluster map: %w", err)
 	}

@@ -34,11 +34,14 @@ const (
 	EventScrubDone         = "scrub.done"
 )
 
-// serverDialer is the optional capability of the service's drive resolver
-// (a *storage.Dialer) to reach whole storage servers.
-type serverDialer interface {
+// Servers reaches whole storage servers (a *storage.Dialer does): the
+// rebuild coordinator runs reconstruct tasks on them and fault injection
+// goes through them.
+type Servers interface {
 	Server(m *clustermap.Map, id placement.DriveID) (*storage.ServerClient, error)
 }
+
+var _ Servers = (*storage.Dialer)(nil)
 
 func (s *Service) event(ctx context.Context, kind, subject, msg string, dur time.Duration) {
 	if err := s.store.AppendEvent(ctx, meta.Event{Kind: kind, Subject: subject, Message: msg, Duration: int64(dur)}); err != nil {
@@ -181,11 +184,10 @@ func (s *Service) DriveFault(ctx context.Context, a storage.FaultArgs) error {
 	if err != nil {
 		return err
 	}
-	sd, ok := s.drives.(serverDialer)
-	if !ok {
+	if s.servers == nil {
 		return fmt.Errorf("mgmt: cannot reach storage servers for fault injection")
 	}
-	sc, err := sd.Server(m, a.Drive)
+	sc, err := s.servers.Server(m, a.Drive)
 	if err != nil {
 		return err
 	}

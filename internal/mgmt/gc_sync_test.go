@@ -76,7 +76,7 @@ func TestGCSyncsDrivesBeforeDeleting(t *testing.T) {
 		ids = append(ids, id)
 		mds = append(mds, clustermap.Drive{ID: id, Server: "s0", State: clustermap.StateUp, Capacity: 1 << 30})
 	}
-	s := New(st, drives, nil)
+	s := New(st, drives, nil, nil)
 	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
 		m.Name = "t"
 		m.Servers = []clustermap.Server{{ID: "s0", Addr: "x"}}

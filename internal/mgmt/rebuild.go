@@ -399,11 +399,10 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 // its I/O limited to share of busy drives' time, and records the new
 // locations with compare-and-set on the generation.
 func (s *Service) runTask(ctx context.Context, m *clustermap.Map, pool *clustermap.Pool, in recovery.Input, rec meta.StripeRec, t *recovery.Task, share float64) error {
-	sd, ok := s.drives.(serverDialer)
-	if !ok {
+	if s.servers == nil {
 		return fmt.Errorf("mgmt: cannot reach storage servers to rebuild")
 	}
-	sc, err := sd.Server(m, t.Targets[0])
+	sc, err := s.servers.Server(m, t.Targets[0])
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,10 @@ const mapBlob = "clustermap"
 
 // Service is the management service.
 type Service struct {
-	store  *meta.Store
-	drives client.Drives
-	log    *slog.Logger
+	store   *meta.Store
+	drives  client.Drives
+	servers Servers // nil: no rebuild tasks, no fault injection
+	log     *slog.Logger
 	// OnMapChange, if set before the service is used, is called with each
 	// new map after it is stored (an embedded cluster opens new drives).
 	OnMapChange func(m *clustermap.Map) error
@@ -47,13 +48,15 @@ type Service struct {
 	}
 }
 
-// New returns the service over a metadata store; drives reaches the
-// storage servers.
-func New(store *meta.Store, drives client.Drives, log *slog.Logger) *Service {
+// New returns the service over a metadata store (which holds the map);
+// drives reaches the storage servers' drives as clients do, servers the
+// servers themselves (nil for a service that only reads the map or checks
+// drives: rebuild tasks and fault injection then fail with an error).
+func New(store *meta.Store, drives client.Drives, servers Servers, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, drives: drives, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
+	return &Service{store: store, drives: drives, servers: servers, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
 }
 
 // Load reads the stored map. It returns meta.ErrNotFound if there is none.

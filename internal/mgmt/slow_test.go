@@ -68,7 +68,7 @@ func newTestService(t *testing.T, n int) (*Service, drivetest.Drives) {
 		drives[id] = drivetest.NewWithCapacity(id.String(), 1<<30)
 		drives[id].Put(erasure.FragmentKey{Ino: 1, Index: uint8(i)}, make([]byte, chunkstore.Align))
 	}
-	s := New(meta.New(eng, meta.Options{}), drives, nil)
+	s := New(meta.New(eng, meta.Options{}), drives, nil, nil)
 	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
 		for i := range n {
 			m.Drives = append(m.Drives, clustermap.Drive{ID: placement.DriveID(i), State: clustermap.StateUp, Capacity: 1 << 30})
