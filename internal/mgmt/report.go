@@ -165,3 +165,8 @@ var (
 	_ chunkstore.Drive = (*reportingDrive)(nil)
 	_ chunkstore.Drive = downDrive{}
 )
+
+var _ chunkstore.InProcess = (*reportingDrive)(nil)
+
+// InProcess is the wrapped drive's.
+func (d *reportingDrive) InProcess() bool { return chunkstore.IsInProcess(d.d) }

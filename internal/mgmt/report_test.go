@@ -10,6 +10,7 @@ import (
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/chunkstore/drivetest"
+	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
@@ -80,4 +81,37 @@ func TestReportingDrives(t *testing.T) {
 			t.Fatal("a drive the map says is down was contacted or reported")
 		}
 	})
+}
+
+// inProcDrives hands out its drives as served in process.
+type inProcDrives struct{ drivetest.Drives }
+
+type inProcDrive struct{ chunkstore.Drive }
+
+func (inProcDrive) InProcess() bool { return true }
+
+func (d inProcDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	dr, err := d.Drives.Drive(m, id)
+	return inProcDrive{dr}, err
+}
+
+// TestReportingDrivesInProcess: the wrapper says what its drive says about
+// being served in process (stripe writers write small fragments to such
+// drives in the calling goroutine).
+func TestReportingDrivesInProcess(t *testing.T) {
+	inner := drivetest.Drives{3: drivetest.New("d03")}
+	m := &clustermap.Map{Epoch: 7, Drives: []clustermap.Drive{{ID: 3, State: clustermap.StateUp}}}
+	for _, tc := range []struct {
+		name  string
+		inner client.Drives
+		want  bool
+	}{{"remote", inner, false}, {"in process", inProcDrives{inner}, true}} {
+		d, err := ReportingDrives(tc.inner, &countingReporter{}).Drive(m, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := chunkstore.IsInProcess(d); got != tc.want {
+			t.Fatalf("%s: in process %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

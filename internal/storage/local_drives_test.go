@@ -43,6 +43,9 @@ func TestInProcessDrives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !chunkstore.IsInProcess(local) {
+		t.Fatal("a drive of this server does not say it is served in process")
+	}
 	key := erasure.FragmentKey{Ino: 7, Stripe: 3, Gen: 1, Index: 1}
 	frag := erasure.AlignedBuffer(erasure.FragmentSize(8192))
 	for i := range frag[erasure.HeaderSize(8192):] {

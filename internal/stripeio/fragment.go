@@ -108,28 +108,51 @@ type Loc struct {
 // for those written). Each frags[j] must hold the shard where
 // erasure.FragmentShard puts it and FragmentSize bytes at least: it is
 // sealed (header and checksums) in place before it is written.
+//
+// Fragments of at most InlineWrite bytes bound for drives served in
+// process (chunkstore.InProcess) are written in the calling goroutine,
+// one after another, while the others go out in parallel: a small
+// file's close then waits for no goroutine.
 func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc, frags [][]byte) []error {
 	errs := make([]error, len(targets))
+	write := func(j int, d Drive, err error, frag []byte) {
+		key := st.Key(targets[j].Index)
+		if err == nil {
+			err = d.WriteFragment(ctx, key, frag)
+		}
+		if err != nil {
+			errs[j] = fmt.Errorf("fragment %v on %v: %w", key, targets[j].Drive, err)
+		}
+	}
 	var wg sync.WaitGroup
+	var inline []int
+	ds := make([]Drive, len(targets))
+	des := make([]error, len(targets))
 	for j, t := range targets {
-		key := st.Key(t.Index)
 		frag := frags[j][:st.FragmentSize()]
 		erasure.SealFragment(frag, st.Header(t.Index))
+		ds[j], des[j] = at(t.Drive)
+		if des[j] == nil && len(frag) <= InlineWrite && chunkstore.IsInProcess(ds[j]) {
+			inline = append(inline, j)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := at(t.Drive)
-			if err == nil {
-				err = d.WriteFragment(ctx, key, frag)
-			}
-			if err != nil {
-				errs[j] = fmt.Errorf("fragment %v on %v: %w", key, t.Drive, err)
-			}
+			write(j, ds[j], des[j], frag)
 		}()
+	}
+	for _, j := range inline {
+		write(j, ds[j], nil, frags[j][:st.FragmentSize()])
 	}
 	wg.Wait()
 	return errs
 }
+
+// InlineWrite is the largest fragment (header included) WriteFragments
+// writes in the calling goroutine to a drive served in process: a small
+// file's (up to the default small-file threshold of 64 KiB).
+const InlineWrite = 128 << 10
 
 // DeleteFragments removes the fragments of st named by targets, in turn,
 // best effort (an uncommitted generation's: the collector removes what is
