@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what poolfs needs on a Debian machine, only what is missing:
 #   run:   fuse3 (for `poolfs mount`)
-#   test:  + PostgreSQL server (the metadata engine suite), fio (benchmarks)
+#   test:  + PostgreSQL server (the metadata engine suite), fio (benchmarks),
+#          prometheus (its server and promtool scrape a cluster and check the alerting rules)
 # Go itself must be on the machine, at least the version go.mod names.
 set -euo pipefail
 want=(fuse3)
 if [ "${1:-}" = "test" ] || [ "${1:-}" = "bench" ]; then
-  want+=(postgresql fio)
+  want+=(postgresql fio prometheus)
 fi
 missing=()
 for p in "${want[@]}"; do

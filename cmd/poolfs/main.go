@@ -78,6 +78,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(mountCmd(g), setstripeCmd(g), getstripeCmd(g))
 	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g))
 	root.AddCommand(scrubCmd(g), sessionsCmd(g), versionCmd())
+	root.AddCommand(topCmd(g))
 	root.AddCommand(fsckCmd(g))
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)

@@ -14,6 +14,7 @@ import (
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
 	"poolfs/internal/fusefs"
+	"poolfs/internal/iostats"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
@@ -28,6 +29,7 @@ type mountFlags struct {
 	directReads  bool
 	uring        bool
 	debug        bool
+	stats        statsFlags     // per-job statistics (iostats.go)
 	cmd          *cobra.Command // to tell whether --uring was given
 }
 
@@ -41,6 +43,7 @@ func (f *mountFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.uring, "uring", false, "serve FUSE requests from the kernel's per-CPU io_uring queues (Linux 6.14+, root: turns on the fuse module's enable_uring; falls back to /dev/fuse without). "+
 		"Default: on for up --mount with the embedded SQLite metadata (as root), off otherwise: metadata calls are answered on the queue's thread, which suits microsecond calls, not network round trips")
 	cmd.Flags().BoolVar(&f.debug, "fuse-debug", false, "log every FUSE request")
+	f.stats.add(cmd)
 }
 
 func (f *mountFlags) options() fusefs.Options {
@@ -81,7 +84,18 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 				return err
 			}
 			defer conn.Close()
-			return serveMount(cmd.Context(), conn.Client, args[0], mf.options())
+			o := mf.options()
+			abs, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			stopStats, err := mf.stats.start(&o, abs, conn.Mgmt.ReportIO)
+			if err != nil {
+				notifyMountStarted(err)
+				return err
+			}
+			defer stopStats()
+			return serveMount(cmd.Context(), conn.Client, args[0], o)
 		},
 	}
 	mf.add(cmd)
@@ -149,8 +163,18 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		// wait.
 		mf.uring = os.Geteuid() == 0 && c.Config.Meta == ""
 	}
-	srv, err := fusefs.Mount(abs, cl, mf.options())
+	o := mf.options()
+	stopStats, err := mf.stats.start(&o, abs, func(_ context.Context, r *iostats.Report) error {
+		c.Mgmt.ReportIO(r)
+		return nil
+	})
 	if err != nil {
+		dialer.Close()
+		return nil, err
+	}
+	srv, err := fusefs.Mount(abs, cl, o)
+	if err != nil {
+		stopStats()
 		dialer.Close()
 		return nil, err
 	}
@@ -159,6 +183,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		if err := srv.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "poolfs:", err)
 		}
+		stopStats()
 		dialer.Close()
 	}, nil
 }

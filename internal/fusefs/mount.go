@@ -17,6 +17,7 @@ import (
 
 	"poolfs/internal/client"
 	"poolfs/internal/fuseuring"
+	"poolfs/internal/iostats"
 	"poolfs/internal/meta"
 )
 
@@ -58,6 +59,11 @@ type Options struct {
 	// /dev/fuse reads, turning on the fuse module's enable_uring
 	// parameter (root). Without kernel support it falls back to /dev/fuse.
 	URing bool
+	// Stats, if set, counts every request served, per job (jobstats.go):
+	// the job of a caller is found by Jobs (nil: every request under the
+	// job "").
+	Stats *iostats.Recorder
+	Jobs  *iostats.JobResolver
 	// Debug logs every FUSE request.
 	Debug  bool
 	Logger *slog.Logger // default: discard

@@ -40,7 +40,10 @@ func devFuseFDs() map[int]bool {
 // nil when requests stay on /dev/fuse (o.URing unset, or the kernel
 // without FUSE over io_uring, which is logged).
 func mountServer(dir string, root fs.InodeEmbedder, fo *fs.Options, o Options) (*fuse.Server, *fuseuring.Transport, error) {
-	rawFS := killPrivFS{fs.NewNodeFS(root, fo)}
+	var rawFS fuse.RawFileSystem = killPrivFS{fs.NewNodeFS(root, fo)}
+	if o.Stats != nil {
+		rawFS = statsFS{RawFileSystem: rawFS, rec: o.Stats, jobs: o.Jobs}
+	}
 	if o.URing {
 		if err := fuseuring.Enable(); err != nil {
 			o.Logger.Warn("fusefs: FUSE over io_uring is off; serving /dev/fuse", "err", err)

@@ -34,6 +34,7 @@ type Service struct {
 	space     spaceWatch
 
 	slow *slowDetector // slow.go; its policy is set before use
+	io   ioState       // clients' I/O reports (iostats.go)
 
 	mu struct {
 		sync.Mutex
@@ -147,6 +148,7 @@ func (s *Service) Register(r *rpc.Server) {
 	s.registerGrace(r)
 	s.registerScrub(r)
 	s.registerRepairs(r)
+	s.registerIOStats(r)
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()
 		return &rpc.Response{Result: st}, nil

@@ -96,6 +96,8 @@ type Status struct {
 	// Notes warns of those whose drives may take more than they have.
 	Hosts []HostSpace `json:"hosts,omitempty"`
 	Notes []string    `json:"notes,omitempty"`
+	// IO is the recent I/O of the clients and the busiest jobs (IOStats).
+	IO *IOStatsSnapshot `json:"io,omitempty"`
 }
 
 // statusRescan is the age of the stripe counts past which a status call
@@ -169,6 +171,8 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	for i, d := range inMap {
 		st.Drives[i].PGSlots = slots[d.ID]
 	}
+	io := s.IOStats()
+	st.IO = &io
 	return st, nil
 }
 
