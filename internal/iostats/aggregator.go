@@ -57,10 +57,10 @@ type slot struct {
 
 // entry is one client or job.
 type entry struct {
-	name    string
-	first   time.Time
-	last    time.Time
-	total   Stats
+	name  string
+	first time.Time
+	last  time.Time
+	total Stats
 	slots []slot // ring; nil while idle
 	host  string // clients
 	mount string
