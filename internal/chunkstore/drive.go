@@ -70,6 +70,11 @@ type Usage struct {
 	// system metadata and the metadata store are not counted; a reopened
 	// drive starts again from 0.
 	Written int64
+	// ServerTime is the clock (unix ns) of the storage server that
+	// answered, set by it in its reply to storage.Stat so that the
+	// management service can compare clocks; 0 from a local drive or an
+	// older server.
+	ServerTime int64 `json:",omitempty"`
 }
 
 // Errors. Errors returned by drives wrap these and name the drive and key.

@@ -48,6 +48,7 @@ func (s *Service) probe(ctx context.Context, m *clustermap.Map, id placement.Dri
 		var u chunkstore.Usage
 		if u, err = drv.Stat(ctx); err == nil {
 			s.space.record(id, u)
+			s.clocks.record(m, id, u, start, time.Now()) // alerts_clock.go
 		}
 	}
 	return time.Since(start), err

@@ -36,6 +36,9 @@ type Service struct {
 	slow *slowDetector // slow.go; its policy is set before use
 	io   ioState       // clients' I/O reports (iostats.go)
 
+	al     alerting   // alerts.go
+	clocks clockWatch // alerts_clock.go
+
 	mu struct {
 		sync.Mutex
 		m       *clustermap.Map
@@ -149,6 +152,7 @@ func (s *Service) Register(r *rpc.Server) {
 	s.registerScrub(r)
 	s.registerRepairs(r)
 	s.registerIOStats(r)
+	s.registerAlerts(r) // alerts_rpc.go
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()
 		return &rpc.Response{Result: st}, nil

@@ -220,6 +220,7 @@ func (s *Server) handleStat(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if err != nil {
 		return nil, err
 	}
+	u.ServerTime = time.Now().UnixNano() // the management service compares clocks with it
 	return &rpc.Response{Result: u}, nil
 }
 
