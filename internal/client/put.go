@@ -22,7 +22,9 @@ func isExist(err error) bool { return errors.Is(err, meta.ErrExist) }
 type PutOptions struct {
 	Mode uint32 // permission bits of a new file (default 0644)
 	// Size, when known (>= 0), lets Put refuse a write that cannot fit
-	// before sending anything. -1: unknown.
+	// before sending anything. -1: unknown. With a known Size, a source
+	// that is also an io.ReaderAt (a file) is read with ReadAt from
+	// offset 0 to its end, several stripes at once.
 	Size int64
 	// Progress, if set, is called with the user bytes written so far.
 	Progress func(done int64)
@@ -61,7 +63,11 @@ func (c *Client) Put(ctx context.Context, p string, r io.Reader, o PutOptions) (
 		defer cancel()
 		_ = c.meta.Unlink(ctx, dir.Ino, tmp)
 	}
-	if err := c.writeAll(ctx, f, r, p, o.Progress); err != nil {
+	var at io.ReaderAt
+	if ra, ok := r.(io.ReaderAt); ok && o.Size >= 0 {
+		at = ra // a file: read several stripes at once
+	}
+	if err := c.writeAll(ctx, f, r, at, p, o.Progress); err != nil {
 		cleanup()
 		return meta.Attr{}, fmt.Errorf("put %s: %w", p, err)
 	}
@@ -97,14 +103,14 @@ func (c *Client) checkSpace(ctx context.Context, lay meta.Layout, size int64) er
 	return nil
 }
 
-// writeAll writes everything r yields into the new, empty file a through a
+// writeAll writes everything r yields (read with at, if not nil) into the new, empty file a through a
 // File (its write-behind sends full stripes in the background while the
 // next bytes are read) and flushes it: on success every byte is committed.
 // It reports the user bytes handed to the File to progress. On error the
 // File's background writes are waited for and its buffered bytes dropped,
 // so nothing of it is still being written when the caller removes the
 // file.
-func (c *Client) writeAll(ctx context.Context, a meta.Attr, r io.Reader, name string, progress func(int64)) error {
+func (c *Client) writeAll(ctx context.Context, a meta.Attr, r io.Reader, at io.ReaderAt, name string, progress func(int64)) error {
 	f, err := c.OpenAttr(a, name)
 	if err != nil {
 		return err
@@ -112,17 +118,19 @@ func (c *Client) writeAll(ctx context.Context, a meta.Attr, r io.Reader, name st
 	defer f.Close()
 	// The source is read straight into the data shards of stripe buffers,
 	// which the File takes over: no byte is copied on its way to the
-	// drives.
+	// drives. It is read ahead on goroutines of its own (put_source.go).
 	lay := a.Layout
 	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
+	next, stop := readSource(r, at, pool, lay.K, int(lay.Unit))
+	defer stop()
 	var off int64
 	for s := uint64(0); ; s++ {
-		b := pool.get()
-		l, rerr := readStripe(r, b, lay.K, int(lay.Unit))
-		if rerr != nil {
+		src := next()
+		b, l := src.b, src.l
+		if src.err != nil {
 			pool.put(b)
 			f.Discard()
-			return fmt.Errorf("read source: %w", rerr)
+			return fmt.Errorf("read source: %w", src.err)
 		}
 		if l == 0 {
 			pool.put(b)
