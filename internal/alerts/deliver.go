@@ -214,26 +214,28 @@ func (e *Engine) record(channel string, n Notification, tried int, err error, fi
 	}
 }
 
+// Result is one channel's outcome in TestDelivery.
+type Result struct {
+	Channel string
+	Err     error // nil: delivered
+}
+
 // TestDelivery sends a test notification on every channel once, now, and
-// returns each channel's error (nil: delivered). It does not touch the
-// alerts or the queues.
-func (e *Engine) TestDelivery(ctx context.Context) map[string]error {
+// returns each channel's result, in the order of Options.Notifiers. It
+// does not touch the alerts or the queues.
+func (e *Engine) TestDelivery(ctx context.Context) []Result {
 	now := e.opts.Now()
 	n := Notification{Event: EventTest, Cluster: e.opts.Cluster, Alert: Alert{ID: "test", Rule: RuleTest, Subject: "cluster " + e.opts.Cluster,
 		Severity: Warning, Message: "test notification from poolfs: delivery works", Started: now, Updated: now}}
-	out := map[string]error{}
-	var mu sync.Mutex
+	out := make([]Result, len(e.queues))
 	var wg sync.WaitGroup
-	for _, q := range e.queues {
+	for i, q := range e.queues {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, time.Duration(e.opts.Delivery.Timeout))
 			defer cancel()
-			err := q.n.Notify(actx, n)
-			mu.Lock()
-			out[q.n.Channel()] = err
-			mu.Unlock()
+			out[i] = Result{Channel: q.n.Channel(), Err: q.n.Notify(actx, n)}
 		}()
 	}
 	wg.Wait()

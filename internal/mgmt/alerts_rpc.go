@@ -64,10 +64,10 @@ func (s *Service) registerAlerts(r *rpc.Server) {
 			return nil, ErrNoChannels
 		}
 		var out []DeliveryResult
-		for ch, err := range res {
-			dr := DeliveryResult{Channel: ch}
-			if err != nil {
-				dr.Error = err.Error()
+		for _, r := range res {
+			dr := DeliveryResult{Channel: r.Channel}
+			if r.Err != nil {
+				dr.Error = r.Err.Error()
 			}
 			out = append(out, dr)
 		}
