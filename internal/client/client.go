@@ -192,6 +192,10 @@ type Client struct {
 	// written, before its commit; false stops the fold there, as a crash
 	// would (no commit, no cleanup).
 	foldWritten func(rec meta.StripeRec) bool
+	// logWritten, if set (tests), runs when a write-back's log stripes
+	// are written, before their commit; false stops it there as a crash
+	// would (no commit, no cleanup).
+	logWritten func(logs []meta.LogCommit) bool
 
 	mu struct {
 		sync.Mutex

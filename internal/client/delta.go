@@ -46,10 +46,7 @@ func logLayout(lay meta.Layout, l int) meta.Layout {
 // stripe (extents change no length) and hold less than half of it (a
 // stripe written mostly anew is cheaper rewritten whole).
 func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
-	if f.c.opts.NoDeltas || old.Gen == 0 || d.end() > int(old.Len) {
-		return false
-	}
-	return 2*d.bytes() < int(f.stripeBytes())
+	return f.deltaOK(d, old, f.stripeBytes())
 }
 
 // logBuf is one log stripe being packed: its bytes and the extents they
@@ -59,15 +56,14 @@ type logBuf struct {
 	deltas []meta.Delta
 }
 
-// packDeltasLocked packs the dirty bytes of stripes todo into log
-// stripes of at most one stripe's bytes each, as extents over the
-// generations of cur.
-func (f *File) packDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec) []*logBuf {
-	sb := int(f.stripeBytes())
+// packDeltas packs the bytes of dirty stripes todo into log stripes of
+// at most sb bytes each, as extents (their BaseGen left 0: the caller
+// sets it from the records it commits them over).
+func packDeltas(dirty map[uint64]*dirtyStripe, todo []uint64, sb int) []*logBuf {
 	var logs []*logBuf
 	lb := &logBuf{}
 	for _, s := range todo {
-		d := f.mu.dirty[s]
+		d := dirty[s]
 		for _, sp := range d.spans {
 			for a := sp.a; a < sp.b; {
 				if len(lb.flat) == sb {
@@ -77,8 +73,7 @@ func (f *File) packDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec) []
 				at := len(lb.flat)
 				lb.flat = append(lb.flat, make([]byte, n)...)
 				d.overlay(lb.flat[at:], a)
-				lb.deltas = append(lb.deltas, meta.Delta{Stripe: s, Off: uint32(a), Len: uint32(n),
-					LogOff: uint32(at), BaseGen: cur[s].Gen})
+				lb.deltas = append(lb.deltas, meta.Delta{Stripe: s, Off: uint32(a), Len: uint32(n), LogOff: uint32(at)})
 				a += n
 			}
 		}
@@ -89,6 +84,54 @@ func (f *File) packDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec) []
 	return logs
 }
 
+// writeLogs writes log stripes of file ino (layout lay) and returns their
+// records, numbered LogStripeBase | a generation-like number (time and
+// random bits), distinct within the call; one another writer took makes
+// the commit a conflict. It does not commit; on error nothing is left
+// but what the collector removes.
+func (f *File) writeLogs(ctx context.Context, lay meta.Layout, ino meta.Ino, logs []*logBuf) ([]meta.StripeCommit, error) {
+	idx, nos := make([]uint64, len(logs)), make([]uint64, len(logs))
+	var prev uint64
+	for i := range logs {
+		prev = newGen(prev)
+		idx[i], nos[i] = uint64(i), meta.LogStripeBase|prev
+	}
+	return f.writeStripesEach(ctx, lay, ino, "write delta log of", idx, func(ctx context.Context, i uint64, b *stripeBuf) (meta.StripeCommit, error) {
+		lb := logs[i]
+		fillShards(b, lb.flat, len(lb.flat), lay.K, int(lay.Unit))
+		rec, err := f.c.writeStripe(ctx, logLayout(lay, len(lb.flat)), ino, nos[i], 0, b, len(lb.flat))
+		return meta.StripeCommit{Rec: rec}, err
+	})
+}
+
+// errStopped is the error of a commit that the test hook logWritten
+// stopped, as a crash would: its fragments are left where they are.
+var errStopped = errors.New("stopped before the commit")
+
+// commitLogs commits the written log stripes (commits, of logs) of file
+// ino as delta extents; with the test hook logWritten set, that runs
+// first and may stop the commit as a crash would.
+func (c *Client) commitLogs(ctx context.Context, ino meta.Ino, name string, logs []*logBuf, commits []meta.StripeCommit, mtime int64) (meta.Attr, error) {
+	lcs := make([]meta.LogCommit, 0, len(logs))
+	for i, cm := range commits {
+		lcs = append(lcs, meta.LogCommit{Rec: cm.Rec, Deltas: logs[i].deltas})
+	}
+	if c.logWritten != nil && !c.logWritten(lcs) {
+		return meta.Attr{}, fmt.Errorf("commit %s: delta log %w", name, errStopped)
+	}
+	if mtime == 0 {
+		mtime = time.Now().UnixNano()
+	}
+	a, err := c.meta.CommitDeltas(ctx, ino, lcs, mtime)
+	if err != nil {
+		if errors.Is(err, meta.ErrPoolFull) {
+			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
+		}
+		return meta.Attr{}, fmt.Errorf("commit %s: %w", name, err)
+	}
+	return a, nil
+}
+
 // logDeltasLocked writes the dirty bytes of stripes todo (each over its
 // committed record in cur) into log stripes and commits them as delta
 // extents. On error nothing is committed, and the log stripes' fragments
@@ -96,40 +139,22 @@ func (f *File) packDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec) []
 func (f *File) logDeltasLocked(ctx context.Context, todo []uint64, cur map[uint64]meta.StripeRec) error {
 	lay := f.mu.attr.Layout
 	ino := f.mu.attr.Ino
-	logs := f.packDeltasLocked(todo, cur)
-	// Log stripe numbers: LogStripeBase | a generation-like number
-	// (time and random bits), distinct within the batch; one taken by
-	// another writer makes the commit a conflict.
-	idx, nos := make([]uint64, len(logs)), make([]uint64, len(logs))
-	var prev uint64
-	for i := range logs {
-		prev = newGen(prev)
-		idx[i], nos[i] = uint64(i), meta.LogStripeBase|prev
+	logs := packDeltas(f.mu.dirty, todo, int(f.stripeBytes()))
+	for _, lb := range logs {
+		for i := range lb.deltas {
+			lb.deltas[i].BaseGen = cur[lb.deltas[i].Stripe].Gen
+		}
 	}
-	commits, err := f.writeStripesEach(ctx, "write delta log of", idx, func(ctx context.Context, i uint64, b *stripeBuf) (meta.StripeCommit, error) {
-		lb := logs[i]
-		fillShards(b, lb.flat, len(lb.flat), lay.K, int(lay.Unit))
-		rec, err := f.c.writeStripe(ctx, logLayout(lay, len(lb.flat)), ino, nos[i], 0, b, len(lb.flat))
-		return meta.StripeCommit{Rec: rec}, err
-	})
+	commits, err := f.writeLogs(ctx, lay, ino, logs)
 	if err != nil {
 		return err
 	}
-	lcs := make([]meta.LogCommit, len(logs))
-	for i, cm := range commits {
-		lcs[i] = meta.LogCommit{Rec: cm.Rec, Deltas: logs[i].deltas}
-	}
-	mtime := f.mu.mtime
-	if mtime == 0 {
-		mtime = time.Now().UnixNano()
-	}
-	a, err := f.c.meta.CommitDeltas(ctx, ino, lcs, mtime)
+	a, err := f.c.commitLogs(ctx, ino, f.name, logs, commits, f.mu.mtime)
 	if err != nil {
-		f.discard(ctx, commits)
-		if errors.Is(err, meta.ErrPoolFull) {
-			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
+		if !errors.Is(err, errStopped) {
+			f.c.discard(ctx, ino, commits)
 		}
-		return fmt.Errorf("commit %s: %w", f.name, err)
+		return err
 	}
 	size := f.mu.size
 	f.mu.attr = a

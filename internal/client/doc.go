@@ -71,7 +71,13 @@
 // concurrent rewrite. The handle folds stripes with many extents (or
 // its fullest, over Options.DeltaBudget) into new generations in the
 // background; a fold that crashes or conflicts leaves the extents in
-// force and its fragments as garbage.
+// force and its fragments as garbage. A writer that passes the File's
+// limit of dirty bytes hands its dirty stripes to the background as one
+// batch and goes on (writeback.go; up to 4 batches per File): a batch
+// writes its log stripes at once, waits for the earlier background
+// writes of its stripes, then commits over the records as they are then,
+// so the commits of one stripe land in the order of its writes; reads
+// lay a batch's bytes over the committed ones until it ends.
 //
 // Times and space (file_attr.go, file_alloc.go): an mtime set through
 // File.Setattr is kept by the commits of writes buffered before it, until

@@ -15,3 +15,8 @@ func SetSeqWindow(f *File, w int64) {
 // written, before the commit; fn returning false stops the fold there as a
 // crash would (no commit, no cleanup).
 func SetFoldWritten(c *Client, fn func(rec meta.StripeRec) bool) { c.foldWritten = fn }
+
+// SetLogWritten makes every write-back of c to the delta log call fn
+// once its log stripes are written, before the commit; fn returning false
+// stops it there as a crash would (no commit, no cleanup).
+func SetLogWritten(c *Client, fn func(logs []meta.LogCommit) bool) { c.logWritten = fn }

@@ -59,6 +59,11 @@ type File struct {
 		// the flush (file_attr.go).
 		mtime int64
 		fold  foldState // delta extents known and folds running (fold.go)
+		// batches are the write-backs running in the background, in the
+		// order they were handed over (writeback.go); wseq numbers them
+		// and the full stripes in flight in that order.
+		batches []*batch
+		wseq    uint64
 		// dirtyEst bounds the bytes of dirty: bytes written since
 		// overDirtyLocked last counted them.
 		dirtyEst int64
@@ -298,9 +303,7 @@ func (f *File) wroteLocked(ctx context.Context, m *ErrMark, end int64) error {
 		return err
 	}
 	if f.overDirtyLocked(0, 0) {
-		if err := f.writebackLocked(ctx, true); err != nil {
-			return err
-		}
+		f.writebackAsyncLocked()
 		f.foldBackpressureLocked()
 	}
 	return nil
@@ -337,7 +340,7 @@ func (f *File) FlushFor(ctx context.Context, m *ErrMark) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.waitLocked()
-	err := f.writebackLocked(ctx, false)
+	err := f.writebackLocked(ctx)
 	f.waitLocked()
 	if lost := f.wb.errSince(m); lost != nil {
 		return lost
@@ -345,24 +348,17 @@ func (f *File) FlushFor(ctx context.Context, m *ErrMark) error {
 	return err
 }
 
-// writebackLocked writes dirty stripes back. With completeOnly, only
-// stripes the handle wrote entirely (sequential writers) unless there are
-// none, in which case everything.
-func (f *File) writebackLocked(ctx context.Context, completeOnly bool) error {
+// writebackLocked writes every dirty stripe back and commits it, in the
+// calling goroutine, after the background writes (waitLocked): a failure
+// keeps the stripes dirty.
+func (f *File) writebackLocked(ctx context.Context) error {
+	f.waitLocked()
 	if len(f.mu.dirty) == 0 {
 		return nil
 	}
-	sb := int(f.stripeBytes())
 	var todo []uint64
-	for s, d := range f.mu.dirty {
-		if !completeOnly || d.covers(sb) {
-			todo = append(todo, s)
-		}
-	}
-	if len(todo) == 0 {
-		for s := range f.mu.dirty {
-			todo = append(todo, s)
-		}
+	for s := range f.mu.dirty {
+		todo = append(todo, s)
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
 	for attempt := 0; ; attempt++ {
@@ -428,7 +424,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 	if todo = rest; len(todo) == 0 {
 		return nil
 	}
-	commits, err := f.writeStripesEach(ctx, "write", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+	commits, err := f.writeStripesEach(ctx, lay, ino, "write", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		old, had := cur[s]
 		d := f.mu.dirty[s]
 		// The stripe's length: as far as the file reaches into it.
@@ -437,28 +433,13 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 			// Never cut what another writer committed beyond our view.
 			l = max(l, int(old.Len))
 		}
-		flat := make([]byte, l)
-		deltas := meta.FoldAll // written whole: replaces any extents
-		if had && !d.covers(l) {
-			shards, err := f.c.readStripeDeltas(ctx, lay, ino, old, b, f.name)
-			if err != nil {
-				return meta.StripeCommit{}, err
-			}
-			// Move the committed bytes into full-unit layout, then lay
-			// this handle's ranges over them.
-			joinInto(flat, shards, int(old.Len))
-			deltas = maxDeltaSeq(old)
-		}
-		d.overlay(flat, 0)
-		fillShards(b, flat, l, lay.K, int(lay.Unit))
-		rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
-		return meta.StripeCommit{Rec: rec, OldGen: old.Gen, Deltas: deltas}, err
+		return f.mergeOne(ctx, lay, ino, s, d, old, had, l, b)
 	})
 	if err != nil {
 		return err
 	}
 	if err := f.commitLocked(ctx, commits); err != nil {
-		f.discard(ctx, commits)
+		f.c.discard(ctx, f.mu.attr.Ino, commits)
 		return err
 	}
 	for _, cm := range commits {
@@ -503,15 +484,16 @@ func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit) er
 	return nil
 }
 
-// discard deletes the fragments of generations that were not committed.
-func (f *File) discard(ctx context.Context, commits []meta.StripeCommit) {
-	m, err := f.c.Map(ctx)
+// discard deletes the fragments of generations of file ino that were not
+// committed.
+func (c *Client) discard(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit) {
+	m, err := c.Map(ctx)
 	if err != nil {
 		return
 	}
 	for _, cm := range commits {
 		if cm.Rec.Gen != 0 {
-			f.c.deleteFragments(m, f.mu.attr.Ino, cm.Rec, make([]error, len(cm.Rec.Drives)))
+			c.deleteFragments(m, ino, cm.Rec, make([]error, len(cm.Rec.Drives)))
 		}
 	}
 }
@@ -557,7 +539,7 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.waitLocked()
-	if err := f.writebackLocked(ctx, false); err != nil {
+	if err := f.writebackLocked(ctx); err != nil {
 		return err
 	}
 	sb := f.stripeBytes()

@@ -41,7 +41,7 @@ func (f *File) changeRange(ctx context.Context, op string, off, n int64, fn func
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.waitLocked()
-	if err := f.writebackLocked(ctx, false); err != nil {
+	if err := f.writebackLocked(ctx); err != nil {
 		return err
 	}
 	defer f.forgetStripesLocked()
@@ -79,7 +79,7 @@ func (f *File) preallocLocked(ctx context.Context, off, end int64, keepSize bool
 			return err
 		}
 	}
-	return f.writebackLocked(ctx, false)
+	return f.writebackLocked(ctx)
 }
 
 // checkRoomLocked fails with ErrPoolFull, before anything is written,
@@ -160,7 +160,7 @@ func (f *File) preallocBatchLocked(ctx context.Context, first, last uint64, end 
 func (f *File) commitZeroStripesLocked(ctx context.Context, todo []uint64, lens map[uint64]int, size uint64) error {
 	lay := f.mu.attr.Layout
 	ino := f.mu.attr.Ino
-	commits, err := f.writeStripesEach(ctx, "preallocate", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+	commits, err := f.writeStripesEach(ctx, lay, ino, "preallocate", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		fillShards(b, nil, lens[s], lay.K, int(lay.Unit))
 		rec, err := f.c.writeStripe(ctx, lay, ino, s, 0, b, lens[s])
 		return meta.StripeCommit{Rec: rec}, err
@@ -170,7 +170,7 @@ func (f *File) commitZeroStripesLocked(ctx context.Context, todo []uint64, lens 
 	}
 	a, err := f.c.meta.CommitStripes(ctx, ino, commits, size, time.Now().UnixNano())
 	if err != nil {
-		f.discard(ctx, commits)
+		f.c.discard(ctx, f.mu.attr.Ino, commits)
 		if errors.Is(err, meta.ErrPoolFull) {
 			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
 		}
@@ -230,7 +230,7 @@ func (f *File) zeroRangeLocked(ctx context.Context, off, end int64, keepSize boo
 			}
 		}
 	}
-	if err := f.writebackLocked(ctx, false); err != nil {
+	if err := f.writebackLocked(ctx); err != nil {
 		return err
 	}
 	if !keepSize && end > f.mu.size {

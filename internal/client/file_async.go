@@ -44,6 +44,7 @@ type ErrMark struct{ seen uint64 }
 
 type inflight struct {
 	d    *dirtyStripe
+	seq  uint64 // order among the File's background writes (writeback.go)
 	done chan struct{}
 }
 
@@ -85,8 +86,17 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		<-prev.done
 		f.mu.Lock()
 	}
-	in := &inflight{d: d, done: make(chan struct{})}
+	f.mu.wseq++
+	in := &inflight{d: d, seq: f.mu.wseq, done: make(chan struct{})}
 	f.mu.inflight[s] = in
+	// A batch still writing this stripe back commits first.
+	var after chan struct{}
+	for i := len(f.mu.batches) - 1; i >= 0; i-- {
+		if f.mu.batches[i].dirty[s] != nil {
+			after = f.mu.batches[i].done
+			break
+		}
+	}
 	f.wb.running++
 	var tok chan struct{}
 	select {
@@ -112,7 +122,13 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		// without f.mu: a writer may hold f.mu while it waits for a slot.
 		var once sync.Once
 		free := func() { once.Do(func() { <-tok }) }
-		gen, err := f.c.writeFullStripe(deferred(context.Background()), lay, ino, s, d, f.name, guess, known, free)
+		written := func() {
+			free()
+			if after != nil {
+				<-after
+			}
+		}
+		gen, err := f.c.writeFullStripe(deferred(context.Background()), lay, ino, s, d, f.name, guess, known, written)
 		free()
 		f.mu.Lock()
 		if f.mu.inflight[s] == in {

@@ -60,7 +60,7 @@ func (f *File) readyLocked(n int, off int64) bool {
 	sb := f.stripeBytes()
 	first, last := uint64(off/sb), uint64((off+int64(n)-1)/sb)
 	for s := first; s <= last; s++ {
-		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
+		if f.pendingLocked(s) {
 			return false
 		}
 		rec, ok := f.mu.recs[s]
@@ -150,7 +150,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	f.mu.cache.max = f.cacheSizeLocked()
 	first, last := uint64(off/sb), uint64((off+int64(pl.n)-1)/sb)
 	for s := first; s <= last; s++ {
-		if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
+		if f.pendingLocked(s) {
 			pl.locked = true
 			return pl, nil
 		}
@@ -235,12 +235,7 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 		} else if err := f.c.readRange(ctx, f.mu.attr.Layout, f.mu.attr.Ino, rec, pc.in, dst, f.name); err != nil {
 			return pc.done, err
 		}
-		if fl := f.mu.inflight[pc.s]; fl != nil {
-			fl.d.overlay(dst, pc.in)
-		}
-		if d := f.mu.dirty[pc.s]; d != nil {
-			d.overlay(dst, pc.in)
-		}
+		f.overlayLocked(pc.s, dst, pc.in)
 	}
 	if n < want {
 		return n, io.EOF
@@ -304,7 +299,46 @@ func (f *File) readAhead(from uint64, sb int64, window int) {
 // heldLocked reports whether stripe s is in the cache, being written or
 // buffered: readahead has nothing to start for it.
 func (f *File) heldLocked(s uint64) bool {
-	return f.mu.cache.has(s) || f.mu.inflight[s] != nil || f.mu.dirty[s] != nil
+	return f.mu.cache.has(s) || f.pendingLocked(s)
+}
+
+// pendingLocked reports whether stripe s has bytes f has not committed:
+// dirty, in a batch or a full stripe being written in the background.
+func (f *File) pendingLocked(s uint64) bool {
+	if f.mu.inflight[s] != nil || f.mu.dirty[s] != nil {
+		return true
+	}
+	for _, b := range f.mu.batches {
+		if b.dirty[s] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// overlayLocked lays the bytes of stripe s that f has not committed (or
+// whose commit may have landed since the committed bytes were read) over
+// dst, which holds stripe bytes [at, at+len(dst)): those in the
+// background in the order they were handed over, then the dirty ones.
+func (f *File) overlayLocked(s uint64, dst []byte, at int) {
+	in := f.mu.inflight[s]
+	for _, b := range f.mu.batches {
+		d := b.dirty[s]
+		if d == nil {
+			continue
+		}
+		if in != nil && in.seq < b.seq {
+			in.d.overlay(dst, at)
+			in = nil
+		}
+		d.overlay(dst, at)
+	}
+	if in != nil {
+		in.d.overlay(dst, at)
+	}
+	if d := f.mu.dirty[s]; d != nil {
+		d.overlay(dst, at)
+	}
 }
 
 // readRange reads bytes [in, in+len(dst)) of a committed stripe by reading

@@ -15,9 +15,8 @@ import (
 // writes are deferred (sync.go), returning its commit. It returns the commits in
 // todo's order; if any stripe failed, it discards the fragments of those
 // written and returns the joined errors, wrapped with op and the file's
-// name. The caller holds f.mu.
-func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, build func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error)) ([]meta.StripeCommit, error) {
-	lay := f.mu.attr.Layout
+// name. lay and ino are f's (the caller may not hold f.mu).
+func (f *File) writeStripesEach(ctx context.Context, lay meta.Layout, ino meta.Ino, op string, todo []uint64, build func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error)) ([]meta.StripeCommit, error) {
 	pool := f.c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	commits := make([]meta.StripeCommit, len(todo))
 	errs := make([]error, len(todo))
@@ -47,7 +46,7 @@ func (f *File) writeStripesEach(ctx context.Context, op string, todo []uint64, b
 		wg.Wait()
 	}
 	if err := errors.Join(errs...); err != nil {
-		f.discard(ctx, commits)
+		f.c.discard(ctx, ino, commits)
 		return nil, fmt.Errorf("%s %s: %w", op, f.name, err)
 	}
 	return commits, nil

@@ -1,0 +1,353 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"poolfs/internal/meta"
+)
+
+// Write-back in the background (docs/small-writes.md, "Writing").
+//
+// When a write passes the File's limit of dirty bytes (overDirtyLocked),
+// the File's dirty stripes leave f.mu.dirty as one batch, which a
+// goroutine writes back while the writer goes on: the stripes written in
+// small part over a committed generation go to the delta log, the others
+// are merged into new generations. At most batchesInFlight batches of a
+// File run at once; a writer that would start one more waits for one to
+// end.
+//
+// Until its commit lands a batch's bytes stay readable through the File:
+// a read of a stripe that a batch (or a full stripe in flight) holds is
+// done with the mutex held and lays the bytes over the committed ones in
+// the order they were handed to the background (seq), then the dirty
+// ones.
+//
+// Order: the commits that change one stripe land in the order their
+// bytes were handed to the background. A batch writes its log stripes
+// at once (their bytes do not depend on what is committed), then waits
+// for the earlier background writes of its stripes (after), and only
+// then reads the stripes' records and commits its extents over them
+// (compare-and-set; a fold that committed since makes it read the
+// records again and commit the same log stripes over the new
+// generations). A full stripe handed to the background waits in the same
+// way before its commit (startLocked).
+//
+// Nothing of a batch is visible before its commits, and its log stripes'
+// fragments are written before the commit that names them: a crash
+// leaves the stripes as they were, and the fragments as orphans for the
+// collector. An error is the File's background write error (the bytes
+// are lost; every descriptor hears of it once, as for full stripes).
+
+// batchesInFlight is the most write-back batches a File runs at once.
+const batchesInFlight = 4
+
+// batch is dirty stripes handed to the background as one write-back.
+type batch struct {
+	seq   uint64                  // order among the File's background writes
+	dirty map[uint64]*dirtyStripe // the stripes, removed from f.mu.dirty
+	todo  []uint64                // their numbers, sorted
+	// logged are the stripes that go to the delta log as far as the File
+	// knew at hand-over (deltaGuessLocked); the records decide at commit.
+	logged []uint64
+	after  []chan struct{} // earlier background writes of these stripes
+	done   chan struct{}   // closed once the batch ended
+
+	lay         meta.Layout
+	ino         meta.Ino
+	size, mtime int64 // the File's size and explicit mtime at hand-over
+}
+
+// batchResult is what a batch committed, for the File to note.
+type batchResult struct {
+	attr    meta.Attr
+	hasAttr bool
+	cur     map[uint64]meta.StripeRec // records the extents went over
+	deltaed []uint64                  // stripes written as extents
+	logs    []*logBuf                 // their log stripes
+	gens    map[uint64]uint64         // stripes written as new generations
+}
+
+// writebackAsyncLocked hands f's dirty stripes to the background as one
+// batch. f.mu is held; it is released while waiting for a batch to end
+// when batchesInFlight run.
+func (f *File) writebackAsyncLocked() {
+	for len(f.mu.batches) >= batchesInFlight {
+		f.wb.idle.Wait()
+	}
+	if len(f.mu.dirty) == 0 {
+		return // another writer took them meanwhile
+	}
+	f.mu.wseq++
+	b := &batch{seq: f.mu.wseq, dirty: f.mu.dirty, done: make(chan struct{}),
+		lay: f.mu.attr.Layout, ino: f.mu.attr.Ino, size: f.mu.size, mtime: f.mu.mtime}
+	f.mu.dirty = map[uint64]*dirtyStripe{}
+	f.mu.dirtyEst = 0
+	for s := range b.dirty {
+		b.todo = append(b.todo, s)
+	}
+	slices.Sort(b.todo)
+	prev := map[chan struct{}]bool{}
+	for _, s := range b.todo {
+		if in := f.mu.inflight[s]; in != nil && !prev[in.done] {
+			prev[in.done] = true
+			b.after = append(b.after, in.done)
+		}
+		for i := len(f.mu.batches) - 1; i >= 0; i-- {
+			if o := f.mu.batches[i]; o.dirty[s] != nil {
+				if !prev[o.done] {
+					prev[o.done] = true
+					b.after = append(b.after, o.done)
+				}
+				break // o waits for the earlier ones
+			}
+		}
+		if f.deltaGuessLocked(s, b.dirty[s]) {
+			b.logged = append(b.logged, s)
+		}
+	}
+	f.mu.batches = append(f.mu.batches, b)
+	f.wb.running++
+	go f.runBatch(b)
+}
+
+// deltaGuessLocked reports whether dirty stripe d of stripe s will most
+// likely go to the delta log (deltaOKLocked over the record the File
+// expects): it lies within the stripe's committed length as far as f
+// knows it, holds less than half of it, and its bytes with the stripe's
+// extents f knows of are not enough to fold it (such a stripe is merged
+// into a new generation at once: a fold without the log's write).
+func (f *File) deltaGuessLocked(s uint64, d *dirtyStripe) bool {
+	sb := f.stripeBytes()
+	l := min(sb, max(0, int64(f.mu.attr.Size)-int64(s)*sb))
+	if r, ok := f.mu.recs[s]; ok {
+		l = int64(r.Len)
+		if r.Gen == 0 {
+			l = 0
+		}
+	}
+	if f.c.opts.NoDeltas || l == 0 || int64(d.end()) > l || 2*d.bytes() >= int(sb) {
+		return false
+	}
+	return 4*(f.mu.fold.bytes[s]+int64(d.bytes())) < foldCover*sb
+}
+
+// runBatch writes batch b back and notes the result in f.
+func (f *File) runBatch(b *batch) {
+	res, err := f.writeBatch(deferred(context.Background()), b)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.wb.setErr(err)
+	} else {
+		if res.hasAttr {
+			f.mu.attr = res.attr
+			f.mu.size = max(f.mu.size, int64(res.attr.Size))
+		}
+		for s, g := range res.gens {
+			f.mu.gens[s] = g
+			f.mu.fold.set(s, 0, 0) // its extents are gone
+		}
+		if len(res.deltaed) > 0 {
+			f.noteDeltasLocked(res.deltaed, res.cur, res.logs)
+		}
+	}
+	for _, s := range b.todo {
+		d := b.dirty[s]
+		delete(f.mu.recs, s)
+		f.mu.cache.drop(s)
+		f.unholdLocked(d, err == nil)
+		d.release()
+	}
+	f.mu.batches = slices.DeleteFunc(f.mu.batches, func(o *batch) bool { return o == b })
+	close(b.done)
+	f.wb.running--
+	f.wb.idle.Broadcast() // waitLocked, and writers waiting for a batch slot
+}
+
+// writeBatch writes b's log stripes, waits for the earlier background
+// writes of its stripes, and commits: the logged stripes' extents over
+// the records as they are then, and the other stripes (and the logged
+// ones whose record no longer takes extents) as new generations merged
+// over the committed ones. It does not hold f.mu.
+func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
+	var res batchResult
+	sb := StripeBytes(b.lay)
+	logs := packDeltas(b.dirty, b.logged, int(sb))
+	var commits []meta.StripeCommit
+	if len(logs) > 0 {
+		var err error
+		if commits, err = f.writeLogs(ctx, b.lay, b.ino, logs); err != nil {
+			return res, err
+		}
+	}
+	for _, ch := range b.after {
+		<-ch
+	}
+	logged := map[uint64]bool{}
+	for _, s := range b.logged {
+		logged[s] = true
+	}
+	var merged []uint64
+	for attempt := 0; ; attempt++ {
+		cur, err := f.c.stripeRecords(ctx, b.ino, b.todo)
+		if err != nil {
+			f.c.discard(ctx, b.ino, commits)
+			return res, err
+		}
+		// The logged stripes whose record still takes their extents.
+		// (once merged, always: its extents are left out of the logs).
+		merged = merged[:0]
+		for _, s := range b.todo {
+			if !logged[s] || !f.deltaOK(b.dirty[s], cur[s], sb) {
+				logged[s] = false
+				merged = append(merged, s)
+			}
+		}
+		if len(logs) == 0 {
+			res.cur = cur
+			break
+		}
+		keepLogs, keepCommits, dropped := overRecords(logs, commits, cur, merged)
+		f.c.discard(ctx, b.ino, dropped)
+		logs, commits = keepLogs, keepCommits
+		if len(logs) == 0 {
+			res.cur = cur
+			break
+		}
+		a, err := f.c.commitLogs(ctx, b.ino, f.name, logs, commits, b.mtime)
+		if err == nil {
+			res.attr, res.hasAttr, res.cur, res.logs = a, true, cur, logs
+			break
+		}
+		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
+			if !errors.Is(err, errStopped) {
+				f.c.discard(ctx, b.ino, commits)
+			}
+			return res, err
+		}
+		// A fold (or another writer) committed a stripe since the
+		// records were read: the same log stripes over the new ones.
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+	for _, s := range b.logged {
+		if logged[s] {
+			res.deltaed = append(res.deltaed, s)
+		}
+	}
+	if len(merged) == 0 {
+		return res, nil
+	}
+	gens, a, err := f.mergeStripes(ctx, b, merged, res.cur)
+	if err != nil {
+		return res, err
+	}
+	res.gens, res.attr, res.hasAttr = gens, a, true
+	return res, nil
+}
+
+// overRecords sets the extents of logs over the records cur, leaving out
+// those of the stripes merged (their bytes stay in the log stripe,
+// unreferenced): it returns the log stripes that keep extents with their
+// written records, and those of the ones left empty, to delete.
+func overRecords(logs []*logBuf, commits []meta.StripeCommit, cur map[uint64]meta.StripeRec, merged []uint64) ([]*logBuf, []meta.StripeCommit, []meta.StripeCommit) {
+	var keep []*logBuf
+	var keepC, drop []meta.StripeCommit
+	for i, lb := range logs {
+		ds := lb.deltas[:0:0]
+		for _, d := range lb.deltas {
+			if _, found := slices.BinarySearch(merged, d.Stripe); found {
+				continue
+			}
+			d.BaseGen = cur[d.Stripe].Gen
+			ds = append(ds, d)
+		}
+		if len(ds) == 0 {
+			drop = append(drop, commits[i])
+			continue
+		}
+		keep = append(keep, &logBuf{flat: lb.flat, deltas: ds})
+		keepC = append(keepC, commits[i])
+	}
+	return keep, keepC, drop
+}
+
+// deltaOK is deltaOKLocked for a stripe of sb bytes, without f.mu.
+func (f *File) deltaOK(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
+	if f.c.opts.NoDeltas || old.Gen == 0 || d.end() > int(old.Len) {
+		return false
+	}
+	return 2*d.bytes() < int(sb)
+}
+
+// mergeStripes writes stripes todo of b as new generations, each the
+// committed stripe (cur, with its extents) with b's bytes laid over it,
+// and commits them in one transaction; on a conflict it reads the
+// records again and merges anew. It returns the generations committed.
+func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64, cur map[uint64]meta.StripeRec) (map[uint64]uint64, meta.Attr, error) {
+	sb := StripeBytes(b.lay)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			var err error
+			if cur, err = f.c.stripeRecords(ctx, b.ino, todo); err != nil {
+				return nil, meta.Attr{}, err
+			}
+		}
+		commits, err := f.writeStripesEach(ctx, b.lay, b.ino, "write", todo, func(ctx context.Context, s uint64, sbuf *stripeBuf) (meta.StripeCommit, error) {
+			old, had := cur[s]
+			l := int(min(sb, b.size-int64(s)*sb))
+			if had {
+				l = max(l, int(old.Len)) // never cut what is committed
+			}
+			return f.mergeOne(ctx, b.lay, b.ino, s, b.dirty[s], old, had, l, sbuf)
+		})
+		if err != nil {
+			return nil, meta.Attr{}, err
+		}
+		mtime := b.mtime
+		if mtime == 0 {
+			mtime = time.Now().UnixNano()
+		}
+		a, err := f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(b.size), mtime)
+		if err == nil {
+			gens := map[uint64]uint64{}
+			for _, cm := range commits {
+				gens[cm.Rec.Stripe] = cm.Rec.Gen
+			}
+			return gens, a, nil
+		}
+		f.c.discard(ctx, b.ino, commits)
+		if errors.Is(err, meta.ErrPoolFull) {
+			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
+		}
+		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
+			return nil, meta.Attr{}, fmt.Errorf("commit %s: %w", f.name, err)
+		}
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+}
+
+// mergeOne writes stripe s as a new generation of l bytes: the committed
+// content of old (with its extents) if the handle did not write it whole,
+// with d's bytes over it.
+func (f *File) mergeOne(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, d *dirtyStripe, old meta.StripeRec, had bool, l int, b *stripeBuf) (meta.StripeCommit, error) {
+	flat := make([]byte, l)
+	deltas := meta.FoldAll // written whole: replaces any extents
+	if had && !d.covers(l) {
+		shards, err := f.c.readStripeDeltas(ctx, lay, ino, old, b, f.name)
+		if err != nil {
+			return meta.StripeCommit{}, err
+		}
+		// Move the committed bytes into full-unit layout, then lay
+		// this handle's ranges over them.
+		joinInto(flat, shards, int(old.Len))
+		deltas = maxDeltaSeq(old)
+	}
+	d.overlay(flat, 0)
+	fillShards(b, flat, l, lay.K, int(lay.Unit))
+	rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
+	return meta.StripeCommit{Rec: rec, OldGen: old.Gen, Deltas: deltas}, err
+}
