@@ -3,10 +3,18 @@
 # 64 KiB and then 4 KiB random writes into a SIZE file laid out first by a
 # sequential 1 MiB write, on the local file system and through the poolfs
 # FUSE mount (`poolfs up --mount`, 12 drives, 8+2, 1 MiB unit) in the same
-# run, the phases of the two sides interleaved. It reports, per phase:
+# run, the phases of the two sides interleaved, and the same jobs on
+# `poolfs mount-null --direct-io --parallel` (a FUSE file system that
+# discards writes: the FUSE ceiling). It reports, per phase:
 #
 #   - MB/s of each side and poolfs / fio: user bytes over the wall time of
 #     the fio command, end_fsync included (all writes durable);
+#   - the physical limits beside them: the FUSE ceiling, and the drive
+#     bound, the local file system's sequential O_DIRECT write rate (the
+#     layout phase: what the one disk under all 12 drives takes) over the
+#     drive bytes per user byte allowed (1.3 sequential, 3.5 for 64 KiB;
+#     for 4 KiB, which has no target, the amplification measured); and
+#     poolfs over the lower of the two;
 #   - drive bytes written per user byte: the growth of the pool's
 #     `written` counter (`poolfs status --json`: bytes the drives wrote to
 #     store fragments, record headers included, whatever wrote them:
@@ -44,13 +52,13 @@ k=8 m=2
 source "$(dirname "$0")/lib.sh"
 command -v fio >/dev/null || { echo "randwrite.sh: needs fio" >&2; exit 1; }
 bench_build
-rm -rf "$work"; mkdir -p "$work"/{local,mnt}; work=$(cd "$work" && pwd)
+rm -rf "$work"; mkdir -p "$work"/{local,mnt,null}; work=$(cd "$work" && pwd)
 cluster=$work/cluster
 haltpoll_apply
 cleanup() {
   haltpoll_restore
   [ -n "${du_pid:-}" ] && kill "$du_pid" 2>/dev/null
-  stop_all "$work/mnt"
+  stop_all "$work/mnt" "$work/null"
   rm -rf "$cluster" "$work/local"
 }
 trap cleanup EXIT
@@ -58,7 +66,8 @@ trap cleanup EXIT
 "$bin" up -c "$cluster" --listen 127.0.0.1:0 --drives 12 --scheme $k+$m --unit 1M \
   ${POOLFS_MOUNT_FLAGS:-} --mount "$work/mnt" >"$work/up.log" 2>&1 & pids+=($!)
 up_pid=$!
-waitmount "$work/mnt"
+"$bin" mount-null --direct-io --parallel "$work/null" >"$work/null.log" 2>&1 & pids+=($!)
+waitmount "$work/mnt" "$work/null"
 
 # The largest on-disk size of the cluster directory seen, sampled every
 # second in the background into $work/du.max.
@@ -112,17 +121,18 @@ fio_job() {
   t1=$(date +%s.%N)
   python3 -c "import json,sys; w=json.loads(sys.argv[1])['jobs'][0]['write']; print(w['io_bytes'], w['total_ios'], float(sys.argv[3])-float(sys.argv[2]))" "$out" "$t0" "$t1"
 }
-# phase NAME rw bs extra...: the local file, then the mount with the
-# drive counters read around it; results go to $work/NAME.
+# phase NAME rw bs extra...: the local file, the null mount, then the
+# mount with the drive counters read around it; results go to $work/NAME.
 phase() {
   local name=$1
   shift
   read -r lb _ ls < <(fio_job "$work/local/rw.dat" "$@")
+  read -r nb _ ns < <(fio_job "$work/null/rw.dat" "$@")
   local w0 p0 w1 p1
   w0=$(written); p0=$(proc_written)
   read -r pb pn ps < <(fio_job "$work/mnt/rw.dat" "$@")
   w1=$(settle); p1=$(proc_written)
-  echo "$lb $ls $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max") $(pool_field used_raw)" >"$work/$name"
+  echo "$lb $ls $nb $ns $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max") $(pool_field used_raw)" >"$work/$name"
   echo "$name done: $(cat "$work/$name")" >&2
 }
 
@@ -140,8 +150,8 @@ du_gc=$(du_now)
 # The reference: the same jobs on the local file system, replayed for
 # exactly the I/Os poolfs made, then compared with the mount's file.
 rm -f "$work/local/rw.dat"
-read -r _ _ _ n64 _ <"$work/rand64k"
-read -r _ _ _ n4 _ <"$work/rand4k"
+read -r _ _ _ _ _ n64 _ <"$work/rand64k"
+read -r _ _ _ _ _ n4 _ <"$work/rand4k"
 fio_job "$work/local/ref.dat" write 1M >/dev/null
 fio_job "$work/local/ref.dat" randwrite 64k --io_size=$((n64 * 65536)) >/dev/null
 fio_job "$work/local/ref.dat" randwrite 4k --io_size=$((n4 * 4096)) >/dev/null
@@ -158,8 +168,8 @@ work, size_mib, k, m, du_gc, budget, verdict = sys.argv[1], int(sys.argv[2]), in
 MiB = 1 << 20
 rows = {}
 for name in ("seq", "rand64k", "rand4k"):
-    lb, ls, pb, pn, ps, dw, pw, du, dumax, used = open(f"{work}/{name}").read().split()
-    rows[name] = dict(lb=int(lb), ls=float(ls), pb=int(pb), ps=float(ps), dw=int(dw), pw=int(pw), du=int(du), dumax=int(dumax), used=int(used))
+    lb, ls, nb, ns, pb, pn, ps, dw, pw, du, dumax, used = open(f"{work}/{name}").read().split()
+    rows[name] = dict(lb=int(lb), ls=float(ls), nb=int(nb), ns=float(ns), pb=int(pb), ps=float(ps), dw=int(dw), pw=int(pw), du=int(du), dumax=int(dumax), used=int(used))
 # The committed raw bytes after the layout are the file's stripes; what a
 # random phase leaves beyond them is the delta log, whose extents are
 # folded later: at most one rewrite of every stripe, uncounted above.
@@ -177,6 +187,8 @@ def mark(ok):
     return "ok" if ok else "**missed**"
 print("| phase | fio, local FS | poolfs | poolfs / fio (target) | drive bytes / user byte (target) | `poolfs up` write_bytes / user byte | user bytes written by poolfs |")
 print("|---|---|---|---|---|---|---|")
+seq_local = mbs(rows["seq"]["lb"], rows["seq"]["ls"])
+limits = {}
 for name, r in rows.items():
     lr, pr = mbs(r["lb"], r["ls"]), mbs(r["pb"], r["ps"])
     ratio = pr / lr if lr else 0
@@ -188,6 +200,24 @@ for name, r in rows.items():
     if r["owed"]:
         at += f"; ≤ {(r['dw'] + r['owed']) / r['pb']:.2f} with the {r['log']/MiB:.0f} MiB delta log left folded"
     print(f"| {label[name]} | {lr:.0f} MB/s | {pr:.1f} MB/s | {rt} | {at} | {r['pw']/r['pb']:.2f} | {r['pb']/MiB:.0f} MiB in {r['ps']:.1f} s |")
+    # The physical limits of the phase: the FUSE ceiling and the drives.
+    allowed = a if a else max(amp, 1)
+    limits[name] = (mbs(r["nb"], r["ns"]), seq_local / allowed, allowed, pr, lr)
+print()
+print(f"Physical limits in the same run: the FUSE ceiling is the same fio job on `poolfs mount-null` (discards writes); the drive bound is the local file system's sequential O_DIRECT write rate ({seq_local:.0f} MB/s, the layout phase: the disk under all 12 drives) over the drive bytes per user byte allowed (for 4 KiB, which has no target, the amplification measured).")
+print()
+print("| phase | FUSE ceiling | drive bound (÷ amplification) | limit (the lower) | poolfs / limit | 40% of fio, local FS |")
+print("|---|---|---|---|---|---|")
+for name, (null, drive, allowed, pr, lr) in limits.items():
+    lim = min(null, drive)
+    goal = f"{0.4*lr:.0f} MB/s" + (" (above the limit)" if ratio_target[name] and 0.4 * lr > lim else "") if ratio_target[name] else "-"
+    print(f"| {label[name]} | {null:.0f} MB/s | {drive:.0f} MB/s (÷ {allowed:.2f}) | {lim:.0f} MB/s | {100*pr/lim:.0f}% | {goal} |")
+for name in ("rand64k", "rand4k"):
+    lr = limits[name][4]
+    if lr > seq_local:
+        print()
+        print(f"fio on the local file system writes {label[name]} at {lr:.0f} MB/s, above the disk's sequential O_DIRECT rate ({seq_local:.0f} MB/s): "
+              "that figure is the host's cache under the virtual disk, not what the disk stores; the limit above is.")
 live = (k + m) / k * size_mib * MiB
 dumax = max(r["dumax"] for r in rows.values())
 print()
