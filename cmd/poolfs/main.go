@@ -76,7 +76,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(statusCmd(g), gcCmd(g), poolCmd(g), metaCmd(g), nullMountCmd())
 	root.AddCommand(benchCmd(g))
 	root.AddCommand(mountCmd(g), setstripeCmd(g), getstripeCmd(g))
-	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g))
+	root.AddCommand(driveCmd(g), rebuildCmd(g), eventsCmd(g), alertsCmd(g))
 	root.AddCommand(scrubCmd(g), sessionsCmd(g), versionCmd())
 	root.AddCommand(topCmd(g))
 	root.AddCommand(fsckCmd(g))

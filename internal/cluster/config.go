@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"poolfs/internal/alerts"
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
@@ -68,7 +69,10 @@ type Config struct {
 	// probes take this long, several in a row, is marked down (0: the
 	// default of mgmt.DefaultSlowPolicy). See mgmt.SlowPolicy.
 	SlowDownAfter time.Duration
-	Logger        *slog.Logger
+	// Alerts is the alert configuration; nil reads Dir/alerts.json (0600),
+	// or takes alerts.DefaultConfig() if there is none.
+	Alerts *alerts.Config
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {

@@ -191,6 +191,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.storage.Register(c.rpc)
 	c.Mgmt.OnMapChange = c.applyMap
+	gctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	if err := c.startAlerts(ctx, gctx, m.Name); err != nil { // alerts.go
+		ln.Close()
+		return err
+	}
 	metarpc.Register(c.rpc, c.Store)
 	c.Mgmt.Register(c.rpc)
 	c.wg.Add(1)
@@ -203,8 +209,6 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := writeInfo(cfg.Dir, Info{Name: m.Name, Mgmt: c.Addr, Meta: c.Addr, PID: os.Getpid()}); err != nil {
 		return err
 	}
-	gctx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
 	c.wg.Add(2)
 	c.every(gctx, c.Config.GCInterval, c.collect)
 	c.every(gctx, c.Config.MetaCheckInterval, c.checkStore)

@@ -75,7 +75,7 @@ func (s *Service) ConfigureAlerts(ctx context.Context, opts alerts.Options) erro
 
 // EvaluateAlerts runs the alert rules once on the current status.
 func (s *Service) EvaluateAlerts(ctx context.Context) error {
-	st, err := s.Status(ctx)
+	st, err := s.status(ctx, false)
 	if err != nil {
 		return fmt.Errorf("mgmt: alerts: status: %w", err)
 	}

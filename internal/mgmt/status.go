@@ -110,6 +110,12 @@ const statusRescan = 5 * time.Second
 // storage server reports it, and each pool's capacity, usage and health
 // (Assess, from the coordinator's last scan of its stripes).
 func (s *Service) Status(ctx context.Context) (*Status, error) {
+	return s.status(ctx, true)
+}
+
+// status is Status; kick false never asks the coordinator for a rescan
+// (the alert rules, evaluated often, take the counts as they are).
+func (s *Service) status(ctx context.Context, kick bool) (*Status, error) {
 	m, err := s.Map(ctx)
 	if err != nil {
 		return nil, err
@@ -118,7 +124,7 @@ func (s *Service) Status(ctx context.Context) (*Status, error) {
 	now := time.Now()
 	// At most a tenth of the time goes to scans asked for by status.
 	rescan := max(statusRescan, time.Duration(10*st.Rebuild.ScanSec*float64(time.Second)))
-	if !st.Rebuild.Active && now.Sub(time.Unix(0, st.Rebuild.Scanned)) > rescan {
+	if kick && !st.Rebuild.Active && now.Sub(time.Unix(0, st.Rebuild.Scanned)) > rescan {
 		s.kickRebuild() // the stripe counts are old: the next status has fresh ones
 	}
 	var inMap []*clustermap.Drive
