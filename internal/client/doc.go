@@ -102,7 +102,9 @@
 //
 // Whole-file Put and Get are a File's sequential writer and reader (one
 // data path: the write-behind and read-ahead above, the space admission and
-// the read-ahead budget). Put is atomic: it writes a hidden temporary file
+// the read-ahead budget); Put reads its source ahead of the write-behind
+// on goroutines of its own (a file two stripes at once), as a writer
+// through the mount reads its source in its own process. Put is atomic: it writes a hidden temporary file
 // in the target directory through a File, flushes it and renames it over
 // the target, so readers see either the old or the new content.
 package client

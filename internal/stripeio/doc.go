@@ -24,7 +24,8 @@
 //	                 down left out
 //	Reconstruct      decode missing shards with the scheme's shared codec
 //	NewFragment,     seal fragments (header and block checksums) and write
-//	WriteFragments   them in parallel, one error per fragment
+//	WriteFragments   them in parallel, one error per fragment (small ones
+//	                 for drives served in process in the calling goroutine)
 //	DeleteFragments  remove an uncommitted generation's fragments
 //
 // The client reads a stripe with Order + Fetch{Need: k, Hedge: its
