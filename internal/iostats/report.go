@@ -32,6 +32,9 @@ type Report struct {
 	Host  string     `json:"host"`
 	Mount string     `json:"mount"` // mount point, or a name for a client without one
 	Jobs  []JobStats `json:"jobs"`
+	// Sent is the client's clock (unix ns) when it sent the report: the
+	// management service compares it with its own (0: not given).
+	Sent int64 `json:"sent,omitempty"`
 }
 
 // Client returns the name of the reporting client: host:mount.

@@ -31,7 +31,7 @@ func NewReporter(rec *Recorder, host, mount string, send Sender, log *slog.Logge
 // be delivered its counts go back to the recorder for the next one.
 func (p *Reporter) Flush(ctx context.Context) error {
 	jobs := p.rec.Take()
-	r := &Report{Host: p.host, Mount: p.mount, Jobs: jobs}
+	r := &Report{Host: p.host, Mount: p.mount, Jobs: jobs, Sent: time.Now().UnixNano()}
 	if err := p.send(ctx, r); err != nil {
 		p.rec.Restore(jobs)
 		return err

@@ -15,15 +15,17 @@ import (
 // (its drives no longer answer probes).
 const clockStale = 5 * time.Minute
 
-// clockWatch keeps the last clock comparison with each storage server. A
-// storage server puts its clock in its answers to storage.Stat
+// clockWatch keeps the last clock comparison with each storage server and
+// mount. A storage server puts its clock in its answers to storage.Stat
 // (chunkstore.Usage.ServerTime); the failure detector's probe compares it
 // with the midpoint of its own clock's send and receive times, so the
-// reading is right to within half the round trip.
+// reading is right to within half the round trip. A mount puts its clock
+// in its periodic I/O report (iostats.Report.Sent), compared with the
+// time the report arrived.
 type clockWatch struct {
 	mu struct {
 		sync.Mutex
-		skew map[string]clockReading // by server ID
+		skew map[string]clockReading // by subject: "server s0", "mount host:/mnt"
 	}
 }
 
@@ -44,13 +46,27 @@ func (c *clockWatch) record(m *clustermap.Map, id placement.DriveID, u chunkstor
 		return
 	}
 	mid := start.Add(end.Sub(start) / 2)
-	skew := time.Unix(0, u.ServerTime).Sub(mid)
+	c.set("server "+d.Server, time.Unix(0, u.ServerTime).Sub(mid), end)
+}
+
+// recordSent notes the clock of a peer that put it in a one-way report
+// (a mount's I/O report, iostats.Report.Sent) received at recv: the
+// reading is late by the message's transit. sent 0 (an older client) is
+// ignored.
+func (c *clockWatch) recordSent(subject string, sent int64, recv time.Time) {
+	if sent == 0 {
+		return
+	}
+	c.set(subject, time.Unix(0, sent).Sub(recv), recv)
+}
+
+func (c *clockWatch) set(subject string, skew time.Duration, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.skew == nil {
 		c.mu.skew = map[string]clockReading{}
 	}
-	c.mu.skew[d.Server] = clockReading{skew: skew, at: end}
+	c.mu.skew[subject] = clockReading{skew: skew, at: at}
 }
 
 // readings returns the recent comparisons, by server ID.
@@ -58,12 +74,12 @@ func (c *clockWatch) readings() []alerts.Clock {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []alerts.Clock
-	for srv, r := range c.mu.skew {
+	for subj, r := range c.mu.skew {
 		if time.Since(r.at) > clockStale {
-			delete(c.mu.skew, srv)
+			delete(c.mu.skew, subj) // the peer stopped answering or reporting
 			continue
 		}
-		out = append(out, alerts.Clock{Subject: "server " + srv, Skew: r.skew})
+		out = append(out, alerts.Clock{Subject: subj, Skew: r.skew})
 	}
 	slices.SortFunc(out, func(a, b alerts.Clock) int {
 		if a.Subject < b.Subject {

@@ -22,9 +22,12 @@ func TestClockWatch(t *testing.T) {
 	c.record(m, placement.DriveID(0), chunkstore.Usage{ServerTime: mid.Add(3 * time.Second).UnixNano()}, start, end)
 	c.record(m, placement.DriveID(1), chunkstore.Usage{ServerTime: mid.Add(-250 * time.Millisecond).UnixNano()}, start, end)
 	c.record(m, placement.DriveID(2), chunkstore.Usage{}, start, end)
+	c.recordSent("mount h1:/mnt", end.Add(-2*time.Minute).UnixNano(), end)
+	c.recordSent("mount h2:/mnt", 0, end)
 	got := c.readings()
-	want := []alerts.Clock{{Subject: "server s0", Skew: 3 * time.Second}, {Subject: "server s1", Skew: -250 * time.Millisecond}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+	want := []alerts.Clock{{Subject: "mount h1:/mnt", Skew: -2 * time.Minute}, {Subject: "server s0", Skew: 3 * time.Second},
+		{Subject: "server s1", Skew: -250 * time.Millisecond}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Fatalf("readings %+v, want %+v", got, want)
 	}
 }

@@ -43,6 +43,7 @@ func (s *Service) ioAgg() *iostats.Aggregator {
 // ReportIO counts a client's report of its operations per job (the mount
 // sends one every few seconds; an in-process mount calls this directly).
 func (s *Service) ReportIO(r *iostats.Report) {
+	s.clocks.recordSent("mount "+r.Client(), r.Sent, time.Now()) // alerts_clock.go
 	agg := s.ioAgg()
 	s.io.mu.Lock()
 	defer s.io.mu.Unlock()
