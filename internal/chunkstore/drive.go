@@ -75,6 +75,11 @@ type Usage struct {
 	// management service can compare clocks; 0 from a local drive or an
 	// older server.
 	ServerTime int64 `json:",omitempty"`
+	// Reads and ReadBytes count the fragment reads that succeeded and the
+	// bytes they returned, and Writes the fragments stored, since the
+	// drive was opened (LocalDrive), whoever asked: the dashboard's
+	// throughput and operation charts are differences of two readings.
+	Reads, ReadBytes, Writes int64
 }
 
 // Errors. Errors returned by drives wrap these and name the drive and key.

@@ -67,6 +67,8 @@ type LocalDrive struct {
 	// WriteFragment, in either format, so this is the one place that
 	// counts them.
 	written atomic.Int64
+	// reads, readBytes and writes are Usage.Reads, ReadBytes and Writes.
+	reads, readBytes, writes atomic.Int64
 }
 
 // Open opens (creating if needed) the drive in dir. It takes an exclusive
@@ -181,12 +183,19 @@ func (d *LocalDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey,
 		return err
 	}
 	d.written.Add(int64(len(frag)) + d.impl.recordOverhead())
+	d.writes.Add(1)
 	return nil
 }
 
-// ReadFragment implements Drive.
+// ReadFragment implements Drive; a read that succeeds counts in
+// Usage.Reads and its bytes in Usage.ReadBytes.
 func (d *LocalDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
-	return d.impl.ReadFragment(ctx, key, off, n, dst)
+	b, err := d.impl.ReadFragment(ctx, key, off, n, dst)
+	if err == nil {
+		d.reads.Add(1)
+		d.readBytes.Add(int64(len(b)))
+	}
+	return b, err
 }
 
 // DeleteFragment implements Drive.
@@ -206,6 +215,7 @@ func (d *LocalDrive) Stat(ctx context.Context) (Usage, error) {
 		return u, err
 	}
 	u.Written = d.written.Load()
+	u.Reads, u.ReadBytes, u.Writes = d.reads.Load(), d.readBytes.Load(), d.writes.Load()
 	return u, nil
 }
 

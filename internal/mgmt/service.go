@@ -153,6 +153,7 @@ func (s *Service) Register(r *rpc.Server) {
 	s.registerRepairs(r)
 	s.registerIOStats(r)
 	s.registerAlerts(r) // alerts_rpc.go
+	s.registerDriveIO(r)
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()
 		return &rpc.Response{Result: st}, nil

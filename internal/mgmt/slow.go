@@ -161,6 +161,16 @@ func (d *slowDetector) slowDesc(id placement.DriveID) (string, bool) {
 	return fmt.Sprintf("slow: probes take %v, slow above %v", st.smoothed.Round(time.Millisecond), st.bound.Round(time.Millisecond)), true
 }
 
+// latency is the smoothed latency of drive id's probes (0: none yet).
+func (d *slowDetector) latency(id placement.DriveID) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st := d.mu.drives[id]; st != nil {
+		return st.smoothed
+	}
+	return 0
+}
+
 // forget drops a drive's record (it left the map's up and down drives).
 func (d *slowDetector) forget(id placement.DriveID) {
 	d.mu.Lock()

@@ -27,6 +27,15 @@ type DriveStatus struct {
 	// and moves alike. Two readings apart give the bytes written
 	// in between; it starts again from 0 when the server restarts.
 	Written int64 `json:"written"`
+	// Reads, ReadBytes and Writes count the drive's fragment reads, the
+	// bytes they returned and its fragment writes since its server opened
+	// it (chunkstore.Usage): like Written, two readings apart give a rate.
+	Reads     int64 `json:"reads,omitempty"`
+	ReadBytes int64 `json:"read_bytes,omitempty"`
+	Writes    int64 `json:"writes,omitempty"`
+	// Latency is the smoothed duration of the failure detector's probes of
+	// the drive (0: not probed yet), what slow drives are judged by.
+	Latency time.Duration `json:"probe_latency_ns,omitempty"`
 	hostFS  uint64
 	pool    uint32
 	PGSlots int    `json:"pg_slots"` // fragment slots of the pool's PGs on this drive
@@ -140,6 +149,7 @@ func (s *Service) status(ctx context.Context, kick bool) (*Status, error) {
 		ds := &st.Drives[i]
 		if d.State == clustermap.StateUp || d.State == clustermap.StateDown {
 			ds.Slow, _ = s.slow.slowDesc(d.ID)
+			ds.Latency = s.slow.latency(d.ID)
 		}
 		if left, down := m.GraceLeft(d.ID, now); down {
 			ds.DownSince, ds.GraceLeft = d.DownSince, left.Seconds()

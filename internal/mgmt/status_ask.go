@@ -50,6 +50,7 @@ func (s *Service) askDrives(ctx context.Context, m *clustermap.Map, drives []*cl
 				continue
 			}
 			ds[a.i].Used, ds[a.i].Fragments, ds[a.i].Written = a.u.Used, a.u.Fragments, a.u.Written
+			ds[a.i].Reads, ds[a.i].ReadBytes, ds[a.i].Writes = a.u.Reads, a.u.ReadBytes, a.u.Writes
 			ds[a.i].Allocated, ds[a.i].HostFree, ds[a.i].hostFS = a.u.Allocated, a.u.HostFree, a.u.HostFS
 		case <-ctx.Done():
 			for _, i := range ask {

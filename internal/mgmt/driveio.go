@@ -1,0 +1,54 @@
+package mgmt
+
+import (
+	"context"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/rpc"
+)
+
+// DriveIO reports the I/O counters of every drive that is up (DriveStatus
+// with Reads, ReadBytes, Written and Writes filled in, and Latency), for
+// samplers that turn two readings into rates each second: unlike Status it
+// neither reads the metadata store nor asks the coordinator for a scan.
+// A drive that does not answer within a second has Error set.
+func (s *Service) DriveIO(ctx context.Context) ([]DriveStatus, error) {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		inMap []*clustermap.Drive
+		ds    []DriveStatus
+		ask   []int
+	)
+	for i := range m.Drives {
+		d := &m.Drives[i]
+		if d.State != clustermap.StateUp {
+			continue
+		}
+		ask = append(ask, len(inMap))
+		inMap = append(inMap, d)
+		ds = append(ds, DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State, Capacity: d.Capacity,
+			pool: d.Pool, Latency: s.slow.latency(d.ID)})
+	}
+	s.askDrives(ctx, m, inMap, ds, ask)
+	return ds, nil
+}
+
+func (s *Service) registerDriveIO(r *rpc.Server) {
+	r.Handle("mgmt.DriveIO", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		ds, err := s.DriveIO(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: ds}, nil
+	})
+}
+
+// DriveIO returns the I/O counters of the drives that are up.
+func (c *Client) DriveIO(ctx context.Context) ([]DriveStatus, error) {
+	var out []DriveStatus
+	err := c.rc.Call(ctx, "mgmt.DriveIO", struct{}{}, nil, &out)
+	return out, err
+}
