@@ -3,11 +3,13 @@
 #   run:   fuse3 (for `poolfs mount`)
 #   test:  + PostgreSQL server (the metadata engine suite), fio (benchmarks),
 #          prometheus (its server and promtool scrape a cluster and check the alerting rules)
+#          chromium (the dashboard tests drive it headless)
 # Go itself must be on the machine, at least the version go.mod names.
 set -euo pipefail
 want=(fuse3)
 if [ "${1:-}" = "test" ] || [ "${1:-}" = "bench" ]; then
   want+=(postgresql fio prometheus)
+  [ "${1:-}" = "test" ] && want+=(chromium)
 fi
 missing=()
 for p in "${want[@]}"; do

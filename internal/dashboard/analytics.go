@@ -1,0 +1,166 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/mgmt"
+)
+
+type eventsData struct {
+	Kind, Subject, Text string
+	Kinds               []string
+	Events              []meta.Event
+	Total               int
+}
+
+// maxEvents is how many events the log page shows, the latest.
+const maxEvents = 500
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	d := eventsData{Kind: q.Get("kind"), Subject: q.Get("subject"), Text: q.Get("q")}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	evs, err := s.cfg.Cluster.Events(ctx, 0, 0)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, "management service: "+err.Error())
+		return
+	}
+	kinds := map[string]bool{}
+	for _, e := range evs {
+		kinds[e.Kind] = true
+	}
+	for k := range kinds {
+		d.Kinds = append(d.Kinds, k)
+	}
+	sort.Strings(d.Kinds)
+	d.Events = filterEvents(evs, d.Kind, d.Subject, d.Text)
+	d.Total = len(d.Events)
+	slices.Reverse(d.Events) // latest first
+	if len(d.Events) > maxEvents {
+		d.Events = d.Events[:maxEvents]
+	}
+	s.render(w, r, http.StatusOK, "events.html", view{Title: "Events", Page: "events", Data: d})
+}
+
+// filterEvents keeps the events of kind (exactly, or all those starting
+// with it when it ends in "."), of subject, and whose text contains text
+// (case-insensitive); empty filters keep everything.
+func filterEvents(evs []meta.Event, kind, subject, text string) []meta.Event {
+	text = strings.ToLower(text)
+	var out []meta.Event
+	for _, e := range evs {
+		switch {
+		case kind != "" && e.Kind != kind && !(strings.HasSuffix(kind, ".") && strings.HasPrefix(e.Kind, kind)):
+		case subject != "" && e.Subject != subject:
+		case text != "" && !strings.Contains(strings.ToLower(e.Kind+" "+e.Subject+" "+e.Message), text):
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// slowRow is a drive in the latency table.
+type slowRow struct {
+	ID, Server, Pool string
+	Latency, Median  time.Duration
+	Ratio            float64
+	Flagged          string
+}
+
+type analyticsData struct {
+	Slow           []slowRow
+	Clients, Jobs  []ClientIO
+	NoClientStats  bool
+	ClientStatsErr string
+}
+
+// latencyOutliers ranks the drives that are up by their probe latency
+// over the median of their pool's, slowest first.
+func latencyOutliers(st *mgmt.Status, m *clustermap.Map) []slowRow {
+	byPool := map[uint32][]time.Duration{}
+	pool := map[string]uint32{}
+	for _, ds := range st.Drives {
+		for _, md := range m.Drives {
+			if md.ID.String() == ds.ID {
+				pool[ds.ID] = md.Pool
+			}
+		}
+		if ds.Latency > 0 && ds.State != clustermap.StateFailed {
+			byPool[pool[ds.ID]] = append(byPool[pool[ds.ID]], ds.Latency)
+		}
+	}
+	medians := map[uint32]time.Duration{}
+	for p, ls := range byPool {
+		slices.Sort(ls)
+		medians[p] = ls[len(ls)/2]
+	}
+	var out []slowRow
+	for _, ds := range st.Drives {
+		if ds.Latency <= 0 || ds.State == clustermap.StateFailed {
+			continue
+		}
+		row := slowRow{ID: ds.ID, Server: ds.Server, Latency: ds.Latency, Median: medians[pool[ds.ID]], Flagged: ds.Slow}
+		if p, err := m.Pool(pool[ds.ID]); err == nil {
+			row.Pool = p.Name
+		}
+		if row.Median > 0 {
+			row.Ratio = float64(row.Latency) / float64(row.Median)
+		}
+		out = append(out, row)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Ratio > out[j].Ratio })
+	return out
+}
+
+func (s *Server) analytics(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	st, err := s.cfg.Cluster.Status(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, "management service: "+err.Error())
+		return
+	}
+	m, err := s.cfg.Cluster.Map(ctx)
+	if err != nil {
+		s.fail(w, r, http.StatusBadGateway, "management service: "+err.Error())
+		return
+	}
+	d := analyticsData{Slow: latencyOutliers(st, m), NoClientStats: s.cfg.Clients == nil}
+	if s.cfg.Clients != nil {
+		if d.Clients, err = s.cfg.Clients.Busiest(ctx, false, 20); err == nil {
+			d.Jobs, err = s.cfg.Clients.Busiest(ctx, true, 20)
+		}
+		if err != nil {
+			d.ClientStatsErr = err.Error()
+		}
+	}
+	s.render(w, r, http.StatusOK, "analytics.html", view{Title: "Analytics", Page: "analytics", Data: d})
+}
+
+type alertsData struct {
+	Alerts   []Alert
+	NoSource bool
+	Err      string
+}
+
+func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
+	d := alertsData{NoSource: s.cfg.Alerts == nil}
+	if s.cfg.Alerts != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		var err error
+		if d.Alerts, err = s.cfg.Alerts.Active(ctx); err != nil {
+			d.Err = err.Error()
+		}
+	}
+	s.render(w, r, http.StatusOK, "alerts.html", view{Title: "Alerts", Page: "alerts", Refresh: true, Flash: s.flash(r), Data: d})
+}

@@ -1,0 +1,190 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
+
+	"poolfs/internal/client"
+	"poolfs/internal/cluster"
+	"poolfs/internal/dashboard"
+	"poolfs/internal/placement"
+	"poolfs/internal/storage"
+)
+
+// chromium finds the browser; without it the test skips, except under CI
+// (CI=true), where scripts/deps.sh test installs it and a missing one is
+// a failure.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium not found (scripts/deps.sh test installs it)")
+	}
+	t.Skip("chromium not found (scripts/deps.sh test installs it)")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns a
+// context to drive it; it is stopped at the end of the test.
+func browser(t *testing.T, path string) context.Context {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelB(); cancelA() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// TestBrowser drives the dashboard of a real cluster in a real headless
+// Chromium: a page without a session goes to the login form; an admin
+// logs in, fails a drive through the confirmation step and sees health
+// turn orange, the drive red and rebuild progress; a read-only user sees
+// no action and has its forged POST refused with 403.
+func TestBrowser(t *testing.T) {
+	chrome := chromium(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2", Unit: 64 << 10,
+		DriveSize: 256 << 20, HealthInterval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	conn, err := cluster.Connect(ctx, dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// Data to rebuild, on drives slowed down so that the rebuild lasts
+	// long enough to be watched.
+	for i := range 40 {
+		data := make([]byte, 256<<10)
+		rand.Read(data)
+		if _, err := conn.Client.Put(ctx, fmt.Sprintf("/f%02d", i), bytes.NewReader(data), client.PutOptions{Size: int64(len(data))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conn.Mgmt.SetRebuildPriority(ctx, "default", "lowest"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if err := conn.Mgmt.DriveFault(ctx, storage.FaultArgs{Drive: placement.DriveID(i), Op: "slow", Delay: 150 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	users, err := dashboard.OpenUsers(filepath.Join(dir, dashboard.UsersFile), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const adminPW, viewerPW = "admin password 1", "viewer password 1"
+	if err := users.Add("admin", dashboard.RoleAdmin, adminPW); err != nil {
+		t.Fatal(err)
+	}
+	if err := users.Add("viewer", dashboard.RoleReadOnly, viewerPW); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := dashboard.New(dashboard.Config{Cluster: conn.Mgmt, Users: users, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+
+	b := browser(t, chrome)
+	type css = chromedp.CSS
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(b, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(b, chromedp.Text(css(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	login := func(user, pw string) {
+		t.Helper()
+		do("open the dashboard without a session", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css("#login-form")))
+		loc, err := chromedp.Run(b, chromedp.Location())
+		if err != nil || !strings.HasSuffix(loc, "/login") {
+			t.Fatalf("without a session the dashboard is at %s (%v), want the login page", loc, err)
+		}
+		do("log in as "+user, chromedp.SendKeys(css("#user"), user), chromedp.SendKeys(css("#password"), pw),
+			chromedp.Click(css("#login")), chromedp.WaitVisible(css("#health")))
+	}
+
+	login("admin", adminPW)
+	if h, err := chromedp.Run(b, chromedp.AttributeValue(css("#health"), "data-health")); err != nil || h.Value != "healthy" {
+		t.Fatalf("health %q (%v) before the failure, want healthy", h.Value, err)
+	}
+	do("fail d03 through its confirmation", chromedp.Click(css("#fail-d03")), chromedp.WaitVisible(css("#confirm")))
+	if what := text("#what"); !strings.Contains(what, "d03") {
+		t.Fatalf("the confirmation says %q", what)
+	}
+	do("confirm", chromedp.Click(css("#confirm")), chromedp.WaitVisible(css("#flash")))
+	do("health turns orange, d03 red, rebuild progress shows",
+		chromedp.WaitVisible(css("#health.orange")), chromedp.WaitVisible(css("#drive-d03.failed")), chromedp.WaitVisible(css("#progress")))
+	if p := text("#progress"); !strings.Contains(p, "rebuild of pool default") || !strings.Contains(p, "ETA") {
+		t.Fatalf("progress reads %q", p)
+	}
+	do("log out", chromedp.Click(css("#logout")), chromedp.WaitVisible(css("#login-form")))
+
+	login("viewer", viewerPW)
+	absent, err := chromedp.Run(b, chromedp.Evaluate[bool](
+		`document.querySelector("#fail-d01") === null && document.querySelector("a[href^='/confirm']") === null`))
+	if err != nil || !absent {
+		t.Fatalf("a read-only user is shown action buttons (%v)", err)
+	}
+	status, err := chromedp.Run(b, chromedp.Evaluate[int](`(async () => {
+		const csrf = document.querySelector("input[name=csrf]").value;
+		const r = await fetch("/action", {method: "POST", body: new URLSearchParams(
+			{action: "fail-drive", drive: "d01", confirm: "yes", csrf: csrf})});
+		return r.status;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil || status != 403 {
+		t.Fatalf("read-only POST /action: %d (%v), want 403", status, err)
+	}
+	m, err := conn.Mgmt.Map(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m.Drive(1); d.State != "up" {
+		t.Fatalf("d01 is %s after a read-only user's POST", d.State)
+	}
+}
