@@ -80,6 +80,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(scrubCmd(g), sessionsCmd(g), versionCmd())
 	root.AddCommand(topCmd(g))
 	root.AddCommand(fsckCmd(g))
+	root.AddCommand(userCmd(g))
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)
 	addBenchDegraded(root)

@@ -19,6 +19,7 @@ func upCmd(g *globals) *cobra.Command {
 	var verbose, noDirect bool
 	var mountDir string
 	var mf mountFlags
+	var df dashFlags
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a one-machine cluster: management, metadata (SQLite) and a storage server with emulated drives",
@@ -28,6 +29,9 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Dir = g.dir
+			if err := df.check(cmd); err != nil {
+				return err
+			}
 			if driveSize != "" {
 				n, err := parseSize(driveSize)
 				if err != nil {
@@ -74,6 +78,11 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 				fmt.Printf("metadata: PostgreSQL %s\n", postgres.Redact(cfg.Meta))
 			}
 			printPools(os.Stdout, st)
+			stopDash, err := startDashboard(cmd.Context(), c.Config.Dir, df, cfg.Logger)
+			if err != nil {
+				return err
+			}
+			defer stopDash()
 			fmt.Printf("try: poolfs -c %s put FILE /FILE ; poolfs -c %s status   (Ctrl-C stops)\n", c.Config.Dir, c.Config.Dir)
 			if mountDir != "" {
 				unmount, err := mountUp(c, mountDir, mf)
@@ -108,5 +117,6 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.DurationVar(&cfg.SlowDownAfter, "slow-drive-down-after", 0, "mark a drive flagged slow down once its probes take this long (default 2s)")
 	f.StringVar(&mountDir, "mount", "", "also mount the file system on this directory (FUSE), unmounted at exit")
 	mf.add(cmd)
+	df.add(cmd)
 	return cmd
 }

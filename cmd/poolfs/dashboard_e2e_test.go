@@ -1,0 +1,151 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"poolfs/internal/dashboard"
+	"poolfs/internal/dashboard/history"
+)
+
+var dashAddr = regexp.MustCompile(`dashboard: (http://127\.0\.0\.1:\d+)/`)
+
+// waitDashboard returns the dashboard URL `poolfs up` printed.
+func waitDashboard(t *testing.T, up *upProc) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := dashAddr.FindStringSubmatch(up.out.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no dashboard address in the output of up:\n%s", up.out.String())
+	return ""
+}
+
+// dashLogin logs in and returns the overview page's status and body.
+func dashLogin(t *testing.T, base, user, pw string) (int, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+	resp, err := c.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tok := regexp.MustCompile(`name="token" value="([^"]+)"`).FindSubmatch(b)
+	if tok == nil {
+		t.Fatalf("no login form: %s", b)
+	}
+	resp, err = c.PostForm(base+"/login", url.Values{"user": {user}, "password": {pw}, "token": {string(tok[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// TestDashboardUp: `poolfs up` serves the dashboard with the first admin's
+// password from a file (never printed), `poolfs user add` reads a new
+// user's password from stdin and the running dashboard admits it at once,
+// and the history file survives a restart.
+func TestDashboardUp(t *testing.T) {
+	dir := t.TempDir()
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	const adminPW = "the first admin's password"
+	if err := os.WriteFile(pwFile, []byte(adminPW+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := startUp(t, dir, "--drives", "7", "--scheme", "4+2", "--drive-size", "256M", "--dashboard", "127.0.0.1:0",
+		"--admin-password-file", pwFile)
+	base := waitDashboard(t, up)
+	if strings.Contains(up.out.String(), adminPW) || strings.Contains(up.out.String(), "password ") {
+		t.Fatalf("up printed a password given in a file:\n%s", up.out.String())
+	}
+	fi, err := os.Stat(filepath.Join(dir, dashboard.UsersFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("user file: %v %v, want mode 0600", fi, err)
+	}
+	if code, body := dashLogin(t, base, "admin", adminPW); code != http.StatusOK || !strings.Contains(body, `id="health"`) {
+		t.Fatalf("admin login: %d\n%s", code, body)
+	}
+	if code, _ := dashLogin(t, base, "admin", "not the password"); code != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d, want 401", code)
+	}
+
+	add := exec.Command(binary, "user", "add", "-c", dir, "ops", "--role", "read-only")
+	add.Stdin = strings.NewReader("ops password 123\n")
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	code, body := dashLogin(t, base, "ops", "ops password 123")
+	if code != http.StatusOK || !strings.Contains(body, "ops (read-only)") || strings.Contains(body, `id="fail-d01"`) {
+		t.Fatalf("read-only login: %d\n%s", code, body)
+	}
+	if out := run(t, "user", "list", "-c", dir); !strings.Contains(out, "admin\tadmin") || !strings.Contains(out, "ops\tread-only") {
+		t.Fatalf("user list:\n%s", out)
+	}
+	run(t, "user", "del", "-c", dir, "ops")
+	if code, _ := dashLogin(t, base, "ops", "ops password 123"); code != http.StatusUnauthorized {
+		t.Fatalf("removed user: %d, want 401", code)
+	}
+	if out, err := exec.Command(binary, "user", "del", "-c", dir, "admin").CombinedOutput(); err == nil {
+		t.Fatalf("the last admin was removed:\n%s", out)
+	}
+
+	time.Sleep(1500 * time.Millisecond) // a few samples of the charts
+	up.stop(t)
+	hist, err := history.Load(filepath.Join(dir, dashboard.HistoryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := hist.Names(); len(names) == 0 || !strings.Contains(strings.Join(names, " "), "pool/default/write_bytes") {
+		t.Fatalf("history after a restart: %v", names)
+	}
+	fi, err = os.Stat(filepath.Join(dir, dashboard.HistoryFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("history file: %v %v, want mode 0600", fi, err)
+	}
+}
+
+// TestDashboardFirstAdminGenerated: without a password file the first
+// start prints a generated password once, and it logs in; a later start
+// prints none.
+func TestDashboardFirstAdminGenerated(t *testing.T) {
+	dir := t.TempDir()
+	up := startUp(t, dir, "--drives", "7", "--scheme", "4+2", "--drive-size", "256M", "--dashboard", "127.0.0.1:0")
+	base := waitDashboard(t, up)
+	m := regexp.MustCompile(`user admin, password (\S+) `).FindStringSubmatch(up.out.String())
+	if m == nil {
+		t.Fatalf("no generated password printed:\n%s", up.out.String())
+	}
+	if code, _ := dashLogin(t, base, "admin", m[1]); code != http.StatusOK {
+		t.Fatalf("login with the printed password: %d", code)
+	}
+	up.stop(t)
+	up = startUp(t, dir, "--dashboard", "127.0.0.1:0")
+	waitDashboard(t, up)
+	if strings.Contains(up.out.String(), "password") {
+		t.Fatalf("a later start printed a password:\n%s", up.out.String())
+	}
+	up.stop(t)
+}
+
+func TestDashboardRefusesClearTextOnTheNetwork(t *testing.T) {
+	out, err := exec.Command(binary, "up", "-c", t.TempDir(), "--listen", "127.0.0.1:0", "--dashboard", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+		t.Fatalf("up --dashboard 0.0.0.0:0 without a certificate: %v\n%s", err, out)
+	}
+}
