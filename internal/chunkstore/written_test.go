@@ -63,3 +63,34 @@ func TestWrittenCountsStoredFragments(t *testing.T) {
 		}
 	})
 }
+
+// TestReadsAndWritesCounted checks Usage.Reads, ReadBytes and Writes, the
+// counters the dashboard's charts turn into rates: a read that succeeds
+// counts once with the bytes it returned (a range read its range), a
+// missing fragment nothing; every fragment stored counts one write.
+func TestReadsAndWritesCounted(t *testing.T) {
+	forEachFormat(t, func(t *testing.T, opts Options) {
+		d := openTest(t, t.TempDir(), opts)
+		for i := range 2 {
+			if err := d.WriteFragment(ctx, key(i), pattern(2*Align, uint64(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := d.ReadFragment(ctx, key(0), 0, -1, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ReadFragment(ctx, key(1), Align, Align, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ReadFragment(ctx, key(5), 0, -1, nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("want ErrNotFound, got %v", err)
+		}
+		u, err := d.Stat(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Writes != 2 || u.Reads != 2 || u.ReadBytes != 3*Align {
+			t.Fatalf("writes %d reads %d read bytes %d, want 2, 2, %d", u.Writes, u.Reads, u.ReadBytes, 3*Align)
+		}
+	})
+}

@@ -180,6 +180,22 @@ func TestBrowser(t *testing.T) {
 	if err != nil || status != 403 {
 		t.Fatalf("read-only POST /action: %d (%v), want 403", status, err)
 	}
+	// The counters the charts sample: the data was read and written, and
+	// the failure detector timed its probes.
+	ds, err := conn.Mgmt.DriveIO(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads, writes int64
+	for _, d := range ds {
+		reads, writes = reads+d.Reads, writes+d.Writes
+		if d.Latency <= 0 {
+			t.Errorf("drive %s: no probe latency", d.ID)
+		}
+	}
+	if reads == 0 || writes == 0 {
+		t.Fatalf("DriveIO counts %d reads and %d writes after the rebuild", reads, writes)
+	}
 	m, err := conn.Mgmt.Map(ctx)
 	if err != nil {
 		t.Fatal(err)
