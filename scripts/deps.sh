@@ -2,7 +2,7 @@
 # Installs what poolfs needs on a Debian machine, only what is missing:
 #   run:   fuse3 (for `poolfs mount`)
 #   test:  + PostgreSQL server (the metadata engine suite), fio (benchmarks),
-#          prometheus (its server and promtool scrape a cluster and check the alerting rules)
+#          prometheus (its server and promtool scrape a cluster and check the alerting rules),
 #          chromium (the dashboard tests drive it headless)
 # Go itself must be on the machine, at least the version go.mod names.
 set -euo pipefail
