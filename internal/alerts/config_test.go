@@ -105,7 +105,7 @@ func FuzzParseConfig(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("ParseConfig returned an invalid configuration: %v", err)
 		}
-		if _, err := NewEngine(Options{Thresholds: c.Thresholds, MaxHistory: c.MaxHistory, Delivery: c.Delivery}); err != nil {
+		if _, err := NewEngine(Options{Thresholds: &c.Thresholds, MaxHistory: c.MaxHistory, Delivery: c.Delivery}); err != nil {
 			t.Fatalf("a parsed configuration makes no engine: %v", err)
 		}
 	})

@@ -13,7 +13,7 @@ import (
 
 // Options configure an Engine. The zero value of a field is its default.
 type Options struct {
-	Thresholds Thresholds // DefaultThresholds() if zero
+	Thresholds *Thresholds // nil: DefaultThresholds()
 	// MaxHistory is how many resolved alerts are kept (default 1000); the
 	// oldest go first. Open alerts are always kept.
 	MaxHistory int
@@ -41,6 +41,7 @@ const saveTimeout = 10 * time.Second
 // the delivery queues. Its methods are safe for concurrent use.
 type Engine struct {
 	opts   Options
+	th     Thresholds
 	log    *slog.Logger
 	queues []*queue // one per notifier, in Options.Notifiers order
 
@@ -58,10 +59,11 @@ type Engine struct {
 // NewEngine returns an engine with no alerts; Load restores the stored
 // ones. It rejects invalid thresholds.
 func NewEngine(o Options) (*Engine, error) {
-	if o.Thresholds == (Thresholds{}) {
-		o.Thresholds = DefaultThresholds()
+	th := DefaultThresholds()
+	if o.Thresholds != nil {
+		th = *o.Thresholds
 	}
-	if err := o.Thresholds.Validate(); err != nil {
+	if err := th.Validate(); err != nil {
 		return nil, err
 	}
 	if o.MaxHistory == 0 {
@@ -77,7 +79,7 @@ func NewEngine(o Options) (*Engine, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	e := &Engine{opts: o, log: o.Logger}
+	e := &Engine{opts: o, th: th, log: o.Logger}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -89,7 +91,7 @@ func NewEngine(o Options) (*Engine, error) {
 }
 
 // Thresholds returns the thresholds the engine judges by.
-func (e *Engine) Thresholds() Thresholds { return e.opts.Thresholds }
+func (e *Engine) Thresholds() Thresholds { return e.th }
 
 // Evaluate runs the rules on st: a condition with no open alert opens one,
 // one whose open alert changed severity updates it, and an open alert
@@ -101,7 +103,7 @@ func (e *Engine) Evaluate(ctx context.Context, st State) error {
 	e.mu.Lock()
 	seen := map[string]bool{}
 	changed := false
-	for _, c := range conditions(st, e.opts.Thresholds, e.mu.mem) {
+	for _, c := range conditions(st, e.th, e.mu.mem) {
 		seen[c.key()] = true
 		if a := e.mu.open[c.key()]; a != nil {
 			if a.Severity != c.Severity {

@@ -179,7 +179,7 @@ func TestSeverityChange(t *testing.T) {
 func TestDownForAndZeroDisables(t *testing.T) {
 	th := DefaultThresholds()
 	th.PoolFullCritical = 0
-	e, err := NewEngine(Options{Thresholds: th})
+	e, err := NewEngine(Options{Thresholds: &th})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func (c *Cluster) startAlerts(ctx, run context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	err = c.Mgmt.ConfigureAlerts(ctx, alerts.Options{Thresholds: cfg.Thresholds, MaxHistory: cfg.MaxHistory,
+	err = c.Mgmt.ConfigureAlerts(ctx, alerts.Options{Thresholds: &cfg.Thresholds, MaxHistory: cfg.MaxHistory,
 		Delivery: cfg.Delivery, Notifiers: notifiers, Cluster: name, Logger: c.log})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)

@@ -11,6 +11,8 @@
 //	cluster-id     the cluster id, made at the first start: a PostgreSQL
 //	               metadata database is bound to it and refuses others
 //	meta.db        the embedded SQLite metadata store
+//	alerts.json    the alert configuration, if any (0600; alerts.LoadConfig),
+//	               and the webhook's key, alerts-webhook-secret
 //	drives/dNN     the emulated drives
 //	lock           flock(2): one `poolfs up` per directory
 //

@@ -58,6 +58,12 @@
 // and clients' write admission stop where the drives would; the limit
 // never exceeds the pool's usable capacity.
 //
+// Alerts (alerts*.go). RunAlerts evaluates the rules of package alerts on
+// the service's own status every alert interval (without asking the
+// coordinator for a rescan), with the clocks of storage servers (in their
+// storage.Stat replies) and mounts (in their I/O reports); the engine,
+// Service.Alerts, keeps its alerts in the metadata store (blob "alerts").
+//
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
 //     changed with compare-and-set, each change bumping Epoch by one;
