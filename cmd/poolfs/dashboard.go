@@ -118,7 +118,8 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 		ln.Close()
 		return nil, err
 	}
-	srv, err := dashboard.New(dashboard.Config{Cluster: conn.Mgmt, Users: users, Dir: dir, Logger: log})
+	srv, err := dashboard.New(dashboard.Config{Cluster: conn.Mgmt, Clients: conn.Mgmt, Alerts: conn.Mgmt, Users: users, Dir: dir,
+		Logger: log})
 	if err != nil {
 		ln.Close()
 		conn.Close()

@@ -185,7 +185,7 @@ func (s *Server) do(ctx context.Context, a actionArgs, user string) (string, err
 		if s.cfg.Alerts == nil {
 			return "", fmt.Errorf("this cluster has no alerts")
 		}
-		if err := s.cfg.Alerts.Acknowledge(ctx, a.Alert, user); err != nil {
+		if _, err := s.cfg.Alerts.AckAlert(ctx, a.Alert, user); err != nil {
 			return "", err
 		}
 		return "alert " + a.Alert + " acknowledged", nil

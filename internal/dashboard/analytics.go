@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"poolfs/internal/alerts"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/iostats"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
 )
@@ -78,10 +80,15 @@ type slowRow struct {
 
 type analyticsData struct {
 	Slow           []slowRow
-	Clients, Jobs  []ClientIO
+	Clients, Jobs  []iostats.Row
+	JobsTotal      int
+	WindowSec      float64
 	NoClientStats  bool
 	ClientStatsErr string
 }
+
+// busiest is how many clients and jobs the tables list.
+const busiest = 20
 
 // latencyOutliers ranks the drives that are up by their probe latency
 // over the median of their pool's, slowest first.
@@ -136,29 +143,36 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request) {
 	}
 	d := analyticsData{Slow: latencyOutliers(st, m), NoClientStats: s.cfg.Clients == nil}
 	if s.cfg.Clients != nil {
-		if d.Clients, err = s.cfg.Clients.Busiest(ctx, false, 20); err == nil {
-			d.Jobs, err = s.cfg.Clients.Busiest(ctx, true, 20)
-		}
+		snap, err := s.cfg.Clients.IOStats(ctx, busiest)
 		if err != nil {
 			d.ClientStatsErr = err.Error()
+		} else {
+			d.Clients, d.Jobs, d.JobsTotal, d.WindowSec = snap.Clients, snap.Jobs, snap.JobsTotal, snap.WindowSec
+			if len(d.Clients) > busiest {
+				d.Clients = d.Clients[:busiest]
+			}
 		}
 	}
 	s.render(w, r, http.StatusOK, "analytics.html", view{Title: "Analytics", Page: "analytics", Data: d})
 }
 
 type alertsData struct {
-	Alerts   []Alert
+	Alerts   []alerts.Alert
+	All      bool // the history too, not only the open alerts
 	NoSource bool
 	Err      string
 }
 
+// maxAlerts is how many alerts of the history the page lists.
+const maxAlerts = 200
+
 func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
-	d := alertsData{NoSource: s.cfg.Alerts == nil}
+	d := alertsData{NoSource: s.cfg.Alerts == nil, All: r.URL.Query().Get("all") == "1"}
 	if s.cfg.Alerts != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
 		var err error
-		if d.Alerts, err = s.cfg.Alerts.Active(ctx); err != nil {
+		if d.Alerts, err = s.cfg.Alerts.Alerts(ctx, d.All, maxAlerts); err != nil {
 			d.Err = err.Error()
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
+	"poolfs/internal/alerts"
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
 	"poolfs/internal/dashboard"
@@ -73,8 +74,10 @@ func TestBrowser(t *testing.T) {
 	chrome := chromium(t)
 	ctx := context.Background()
 	dir := t.TempDir()
+	ac := alerts.DefaultConfig()
+	ac.Interval = alerts.Duration(300 * time.Millisecond)
 	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, Listen: "127.0.0.1:0", Drives: 8, Scheme: "4+2", Unit: 64 << 10,
-		DriveSize: 256 << 20, HealthInterval: 200 * time.Millisecond})
+		DriveSize: 256 << 20, HealthInterval: 200 * time.Millisecond, Alerts: &ac})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func TestBrowser(t *testing.T) {
 	if err := users.Add("viewer", dashboard.RoleReadOnly, viewerPW); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := dashboard.New(dashboard.Config{Cluster: conn.Mgmt, Users: users, Dir: dir})
+	srv, err := dashboard.New(dashboard.Config{Cluster: conn.Mgmt, Clients: conn.Mgmt, Alerts: conn.Mgmt, Users: users, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +165,41 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#health.orange")), chromedp.WaitVisible(css("#drive-d03.failed")), chromedp.WaitVisible(css("#progress")))
 	if p := text("#progress"); !strings.Contains(p, "rebuild of pool default") || !strings.Contains(p, "ETA") {
 		t.Fatalf("progress reads %q", p)
+	}
+
+	// The failure raised an alert: acknowledge it through its confirmation.
+	var ackID string
+	for deadline := time.Now().Add(20 * time.Second); ackID == "" && time.Now().Before(deadline); {
+		do("open the alerts", chromedp.Navigate(ts.URL+"/alerts"), chromedp.WaitVisible(css("#alerts")))
+		ackID, err = chromedp.Run(b, chromedp.Evaluate[string](`(() => {
+			const tr = [...document.querySelectorAll("#alerts tr")].find(tr => tr.textContent.includes("drive d03 failed"));
+			const a = tr && tr.querySelector("a[id^=ack-]");
+			return a ? a.id : "";
+		})()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ackID == "" {
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	if ackID == "" {
+		t.Fatalf("no alert to acknowledge for the failed drive")
+	}
+	row := "#alert-" + strings.TrimPrefix(ackID, "ack-")
+	do("acknowledge", chromedp.Click(css("#"+ackID)), chromedp.WaitVisible(css("#confirm")), chromedp.Click(css("#confirm")),
+		chromedp.WaitVisible(css("#flash")))
+	if ack := text(row + " .ack"); ack != "by admin" {
+		t.Fatalf("acknowledged alert reads %q, want by admin", ack)
+	}
+	open, err := conn.Mgmt.Alerts(ctx, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range open {
+		if "ack-"+a.ID == ackID && a.AckedBy != "admin" {
+			t.Fatalf("alert %s acknowledged by %q in the cluster", a.ID, a.AckedBy)
+		}
 	}
 	do("log out", chromedp.Click(css("#logout")), chromedp.WaitVisible(css("#login-form")))
 

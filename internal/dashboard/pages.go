@@ -65,6 +65,7 @@ type progressView struct {
 }
 
 type overviewData struct {
+	Clients  *serverChart // the mounts' I/O; nil without ClientStats
 	Name     string
 	Health   string
 	Class    string
@@ -118,6 +119,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	for _, sv := range m.Servers {
 		d.Servers = append(d.Servers, s.serverChart(sv.ID, now, time.Hour))
 	}
+	d.Clients = s.clientsChart(now, time.Hour)
 	s.render(w, r, http.StatusOK, "overview.html", view{Title: st.Name, Page: "overview", Refresh: true,
 		Flash: s.flash(r), Data: d})
 }
@@ -147,9 +149,22 @@ func (s *Server) ioCharts(prefix string, now time.Time, w time.Duration) (templa
 	q := func(m string) []history.Point { return s.hist.Query(prefix+m, tier, from, now) }
 	tp := chartSVG("throughput", []line{{"read", "#2a7fd4", q(mReadBytes)}, {"write", "#d4702a", q(mWriteBytes)}},
 		from, now, perSec)
-	ops := chartSVG("operations", []line{{"read", "#2a7fd4", q(mReadOps)}, {"write", "#d4702a", q(mWriteOps)},
-		{"metadata", "#6a9a3a", q(mMetaOps)}}, from, now, opsPerSec)
-	return tp, ops
+	lines := []line{{"read", "#2a7fd4", q(mReadOps)}, {"write", "#d4702a", q(mWriteOps)}}
+	title := "fragment operations"
+	if prefix == "clients/" {
+		lines = append(lines, line{"metadata", "#6a9a3a", q(mMetaOps)})
+		title = "operations"
+	}
+	return tp, chartSVG(title, lines, from, now, opsPerSec)
+}
+
+// clientsChart is the I/O of all clients as their mounts report it.
+func (s *Server) clientsChart(now time.Time, w time.Duration) *serverChart {
+	if s.cfg.Clients == nil {
+		return nil
+	}
+	tp, ops := s.ioCharts("clients/", now, w)
+	return &serverChart{ID: "all clients", Throughput: tp, Ops: ops}
 }
 
 func (s *Server) serverChart(id string, now time.Time, w time.Duration) serverChart {
@@ -274,6 +289,7 @@ func scrubProgress(sc *mgmt.ScrubStatus, now time.Time) (progressView, bool) {
 }
 
 type chartsData struct {
+	Clients *serverChart
 	Window  string
 	Windows []string
 	Pools   []poolView
@@ -305,5 +321,6 @@ func (s *Server) charts(w http.ResponseWriter, r *http.Request) {
 	for _, sv := range m.Servers {
 		d.Servers = append(d.Servers, s.serverChart(sv.ID, now, dur))
 	}
+	d.Clients = s.clientsChart(now, dur)
 	s.render(w, r, http.StatusOK, "charts.html", view{Title: "Charts", Page: "charts", Refresh: win == "1h", Data: d})
 }

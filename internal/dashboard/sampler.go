@@ -10,13 +10,15 @@ import (
 )
 
 // The measures of the charts: each is a series per pool
-// ("pool/NAME/MEASURE") and per storage server ("server/ID/MEASURE").
+// ("pool/NAME/MEASURE") and per storage server ("server/ID/MEASURE") from
+// the drives' counters, and one over all clients ("clients/MEASURE") from
+// the mounts' reports (ClientStats), which alone count metadata.
 const (
 	mReadBytes  = "read_bytes"  // bytes/s read from the drives
 	mWriteBytes = "write_bytes" // bytes/s written to the drives
 	mReadOps    = "read_ops"    // fragment reads/s
 	mWriteOps   = "write_ops"   // fragment writes/s
-	mMetaOps    = "meta_ops"    // metadata operations/s (from ClientStats)
+	mMetaOps    = "meta_ops"    // metadata operations/s (clients only)
 	mUsed       = "used"        // raw bytes of committed stripes (pools only)
 )
 
@@ -25,11 +27,12 @@ const (
 // pool's used bytes (Cluster.Status) for the trend and time-to-full, and
 // saves the history to its file every minute and when stopped.
 type sampler struct {
-	cl    Cluster
-	hist  *history.Store
-	path  string // "" : not saved
-	log   *slog.Logger
-	rates history.Rate
+	cl      Cluster
+	clients ClientStats // nil: no client series
+	hist    *history.Store
+	path    string // "" : not saved
+	log     *slog.Logger
+	rates   history.Rate
 }
 
 func (s *sampler) run(ctx context.Context, tick time.Duration) {
@@ -43,6 +46,7 @@ func (s *sampler) run(ctx context.Context, tick time.Duration) {
 			return
 		case now := <-t.C:
 			s.sampleIO(ctx, now)
+			s.sampleClients(ctx, now)
 			if now.Sub(lastMinute) >= time.Minute {
 				lastMinute = now
 				s.sampleUsed(ctx, now)
@@ -122,5 +126,31 @@ func (s *sampler) sampleUsed(ctx context.Context, now time.Time) {
 	}
 	for _, p := range st.Pools {
 		s.hist.Add("pool/"+p.Name+"/"+mUsed, now, float64(p.UsedRaw))
+	}
+}
+
+// sampleClients records one second of the clients' operations, from the
+// totals each mount reported (rates of their differences).
+func (s *sampler) sampleClients(ctx context.Context, now time.Time) {
+	if s.clients == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	snap, err := s.clients.IOStats(ctx, 1)
+	if err != nil {
+		return
+	}
+	sums := map[string]float64{mReadBytes: 0, mWriteBytes: 0, mReadOps: 0, mWriteOps: 0, mMetaOps: 0}
+	for _, c := range snap.Clients {
+		for k, v := range map[string]uint64{mReadBytes: c.ReadBytes, mWriteBytes: c.WriteBytes, mReadOps: c.ReadOps,
+			mWriteOps: c.WriteOps, mMetaOps: c.MetaOps} {
+			if r, ok := s.rates.Observe("client "+c.Name+"/"+k, now, int64(v)); ok {
+				sums[k] += r
+			}
+		}
+	}
+	for k, v := range sums {
+		s.hist.Add("clients/"+k, now, v)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -143,7 +144,7 @@ func (s *Server) Start() {
 	if s.cfg.Dir != "" {
 		path = filepath.Join(s.cfg.Dir, HistoryFile)
 	}
-	sm := &sampler{cl: s.cfg.Cluster, hist: s.hist, path: path, log: s.log}
+	sm := &sampler{cl: s.cfg.Cluster, clients: s.cfg.Clients, hist: s.hist, path: path, log: s.log}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -230,6 +231,7 @@ var funcs = template.FuncMap{
 	"when":    func(t time.Time) string { return t.Format("2006-01-02 15:04:05") },
 	"whenNS":  func(ns int64) string { return time.Unix(0, ns).Format("2006-01-02 15:04:05") },
 	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"ms":      func(sec float64) string { return strconv.FormatFloat(sec*1000, 'f', 1, 64) + " ms" },
 }
 
 func pct(a, b float64) float64 {

@@ -2,8 +2,8 @@ package dashboard
 
 import (
 	"context"
-	"time"
 
+	"poolfs/internal/alerts"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
@@ -27,40 +27,25 @@ type Cluster interface {
 
 var _ Cluster = (*mgmt.Client)(nil)
 
-// ClientIO is one client's or job's I/O over the last window, as the
-// per-client statistics report it.
-type ClientIO struct {
-	Client, Job           string
-	ReadBytes, WriteBytes float64 // per second
-	ReadOps, WriteOps     float64 // per second
-	MetaOps               float64 // per second
-	P99                   time.Duration
-}
-
-// ClientStats is the source of per-client and per-job statistics (the
-// mounts' reports gathered by the management service); nil until the
-// cluster has one, and the tables say so.
+// ClientStats is the source of per-client and per-job statistics: the
+// mounts' reports gathered by the management service (*mgmt.Client).
+// Optional: without it the tables and the metadata chart say so.
 type ClientStats interface {
-	// Busiest returns up to n clients (byJob false) or jobs (true), the
-	// busiest first.
-	Busiest(ctx context.Context, byJob bool, n int) ([]ClientIO, error)
+	// IOStats returns every client's and the top busiest jobs' recent I/O.
+	IOStats(ctx context.Context, top int) (*mgmt.IOStatsSnapshot, error)
 }
 
-// Alert is one alert as the dashboard lists it.
-type Alert struct {
-	ID       string
-	Rule     string
-	Severity string
-	Subject  string
-	Message  string
-	Since    time.Time
-	Acked    bool
-	AckedBy  string
-}
-
-// Alerts is the source of alerts and their acknowledgement; nil until
-// the cluster has one.
+// Alerts is the source of alerts and their acknowledgement
+// (*mgmt.Client). Optional: without it the alerts page says so.
 type Alerts interface {
-	Active(ctx context.Context) ([]Alert, error)
-	Acknowledge(ctx context.Context, id, by string) error
+	// Alerts returns the open alerts, or with all the n newest of the
+	// history.
+	Alerts(ctx context.Context, all bool, n int) ([]alerts.Alert, error)
+	// AckAlert acknowledges alert id in the name of user.
+	AckAlert(ctx context.Context, id, user string) (*alerts.Alert, error)
 }
+
+var (
+	_ ClientStats = (*mgmt.Client)(nil)
+	_ Alerts      = (*mgmt.Client)(nil)
+)
