@@ -133,7 +133,7 @@ func printAlertsJSON(v any) error {
 
 func printAlerts(as []alerts.Alert, all bool) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	head := "id\tseverity\trule\tsubject\tsince\tacknowledged\t"
+	head := "id\tseverity\trule\tsubject\tsince\tacknowledged\tdelivery\t"
 	if all {
 		head += "resolved\t"
 	}
@@ -143,8 +143,8 @@ func printAlerts(as []alerts.Alert, all bool) error {
 		if a.AckedBy != "" {
 			ack = a.AckedBy + " " + a.AckedAt.Local().Format(time.DateTime)
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t", a.ID, strings.ToUpper(string(a.Severity)), a.Rule, a.Subject,
-			a.Started.Local().Format(time.DateTime), ack)
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", a.ID, strings.ToUpper(string(a.Severity)), a.Rule, a.Subject,
+			a.Started.Local().Format(time.DateTime), ack, deliverySummary(a))
 		if all {
 			res := "open"
 			if !a.Open() {
@@ -155,6 +155,37 @@ func printAlerts(as []alerts.Alert, all bool) error {
 		fmt.Fprintln(tw, row+a.Message)
 	}
 	return tw.Flush()
+}
+
+// deliverySummary is the fate of each channel's last notification of a:
+// "webhook sent, email FAILED" ("-" with no channel).
+func deliverySummary(a alerts.Alert) string {
+	var chans []string
+	last := map[string]alerts.Delivery{}
+	for _, d := range a.Deliveries {
+		if _, ok := last[d.Channel]; !ok {
+			chans = append(chans, d.Channel)
+		}
+		last[d.Channel] = d
+	}
+	var out []string
+	for _, ch := range chans {
+		d := last[ch]
+		state := "retrying"
+		switch {
+		case !d.Sent.IsZero():
+			state = "sent"
+		case d.GaveUp:
+			state = "FAILED"
+		case d.Attempts == 0:
+			state = "pending"
+		}
+		out = append(out, ch+" "+state)
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
 }
 
 // currentUser names the user running the command, for acknowledgments.

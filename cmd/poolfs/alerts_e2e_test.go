@@ -93,7 +93,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hook-secret"), []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`{"interval":"200ms","delivery":{"backoff":"50ms","max_backoff":"200ms"},
+	cfg := fmt.Sprintf(`{"interval":"200ms","thresholds":{"resolve_after":"0s"},"delivery":{"backoff":"50ms","max_backoff":"200ms"},
 		"webhook":{"url":%q,"secret_file":"hook-secret"}}`, srv.URL+"/poolfs")
 	if err := os.WriteFile(filepath.Join(dir, alerts.ConfigFile), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -115,8 +115,17 @@ func TestAlertsEndToEnd(t *testing.T) {
 	if fired.Alert.Severity != alerts.Warning || !strings.Contains(fired.Alert.Message, "poolfs drive replace d03") {
 		t.Fatalf("firing notification %+v", fired.Alert)
 	}
-	if out := run(t, "alerts", "-c", dir); !strings.Contains(out, fired.Alert.ID+"  ") || !strings.Contains(out, "drive.failed") {
-		t.Fatalf("poolfs alerts does not list alert %s:\n%s", fired.Alert.ID, out)
+	listed := func(out string) bool {
+		return strings.Contains(out, fired.Alert.ID+"  ") && strings.Contains(out, "drive.failed") && strings.Contains(out, "webhook sent")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out := run(t, "alerts", "-c", dir) // the delivery is recorded just after the webhook answered
+		if listed(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("poolfs alerts does not list alert %s as delivered:\n%s", fired.Alert.ID, out)
+		}
 	}
 	out := run(t, "alerts", "ack", "-c", dir, "--user", "alice", fired.Alert.ID)
 	if !strings.Contains(out, "acknowledged by alice") {
@@ -140,6 +149,15 @@ func TestAlertsEndToEnd(t *testing.T) {
 		t.Fatalf("file after the rebuild: %d bytes, %v", len(b), err)
 	}
 
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		a := findAlert(alertsJSON(t, "-c", dir, "--all"), alerts.RuleDriveFailed, "drive d03")
+		if a != nil && len(a.Deliveries) == 2 && !a.Deliveries[1].Sent.IsZero() {
+			break // the resolved notification is recorded as sent
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resolved delivery not recorded: %+v", a)
+		}
+	}
 	up.stop(t)
 	startUp(t, dir)
 	a := findAlert(alertsJSON(t, "-c", dir, "--all"), alerts.RuleDriveFailed, "drive d03")

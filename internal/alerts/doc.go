@@ -26,8 +26,9 @@
 //
 // Invariants:
 //   - at most one alert per rule and subject is open; an alert opens the
-//     first evaluation its condition holds and resolves the first one it
-//     does not (no condition, no open alert);
+//     first evaluation its condition holds and resolves at the first one
+//     where it was last seen Thresholds.ResolveAfter ago or more (default
+//     1m, which damps a condition that comes and goes);
 //   - alert IDs are decimal numbers that grow with each new alert and are
 //     never reused, across restarts;
 //   - every opening, change of severity and resolution is saved (Store)

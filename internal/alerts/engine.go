@@ -53,6 +53,9 @@ type Engine struct {
 		all    []*Alert // by ID, oldest first
 		nextID uint64
 		mem    *memory
+		// seen is when each open alert's condition was last seen (not
+		// saved: after a restart, an alert not seen resolves at once).
+		seen map[string]time.Time
 	}
 }
 
@@ -87,6 +90,7 @@ func NewEngine(o Options) (*Engine, error) {
 		e.queues = append(e.queues, newQueue(n))
 	}
 	e.mu.open, e.mu.byID, e.mu.mem, e.mu.nextID = map[string]*Alert{}, map[string]*Alert{}, newMemory(), 1
+	e.mu.seen = map[string]time.Time{}
 	return e, nil
 }
 
@@ -95,7 +99,8 @@ func (e *Engine) Thresholds() Thresholds { return e.th }
 
 // Evaluate runs the rules on st: a condition with no open alert opens one,
 // one whose open alert changed severity updates it, and an open alert
-// whose condition is gone is resolved. Each opening, change of severity
+// whose condition was last seen Thresholds.ResolveAfter ago or more is
+// resolved. Each opening, change of severity
 // and resolution is queued for delivery (never waited for) and saved.
 // The error is the save's; the alerts are changed in memory either way.
 func (e *Engine) Evaluate(ctx context.Context, st State) error {
@@ -105,6 +110,7 @@ func (e *Engine) Evaluate(ctx context.Context, st State) error {
 	changed := false
 	for _, c := range conditions(st, e.th, e.mu.mem) {
 		seen[c.key()] = true
+		e.mu.seen[c.key()] = st.Now
 		if a := e.mu.open[c.key()]; a != nil {
 			if a.Severity != c.Severity {
 				a.Severity, a.Message, a.Updated = c.Severity, c.Message, st.Now
@@ -124,9 +130,10 @@ func (e *Engine) Evaluate(ctx context.Context, st State) error {
 		changed = true
 	}
 	for k, a := range e.mu.open {
-		if !seen[k] {
+		if !seen[k] && st.Now.Sub(e.mu.seen[k]) >= time.Duration(e.th.ResolveAfter) {
 			a.Resolved, a.Updated = st.Now, st.Now
 			delete(e.mu.open, k)
+			delete(e.mu.seen, k)
 			notes = append(notes, e.noteLocked(a, EventResolved))
 			changed = true
 		}

@@ -34,6 +34,11 @@ type Thresholds struct {
 	// down times are judged on mgmt's clock, file times on the client's).
 	ClockSkewWarning  Duration `json:"clock_skew_warning"`
 	ClockSkewCritical Duration `json:"clock_skew_critical"`
+	// ResolveAfter: an open alert resolves once its condition has not been
+	// seen for this long (default 1m), so that a condition that comes and
+	// goes (a pool at its threshold) keeps one alert instead of a stream
+	// of notifications; 0 resolves at the first evaluation without it.
+	ResolveAfter Duration `json:"resolve_after"`
 }
 
 // DefaultThresholds returns the default thresholds.
@@ -45,6 +50,7 @@ func DefaultThresholds() Thresholds {
 		DownFor:          Duration(time.Minute),
 		RebuildStall:     Duration(10 * time.Minute),
 		ClockSkewWarning: Duration(time.Second), ClockSkewCritical: Duration(10 * time.Second),
+		ResolveAfter: Duration(time.Minute),
 	}
 }
 
@@ -60,7 +66,7 @@ func (t Thresholds) Validate() error {
 	}
 	for name, d := range map[string]Duration{"time_to_full_warning": t.TimeToFullWarning, "time_to_full_critical": t.TimeToFullCritical,
 		"trend_window": t.TrendWindow, "trend_min_span": t.TrendMinSpan, "down_for": t.DownFor, "rebuild_stall": t.RebuildStall,
-		"clock_skew_warning": t.ClockSkewWarning, "clock_skew_critical": t.ClockSkewCritical} {
+		"clock_skew_warning": t.ClockSkewWarning, "clock_skew_critical": t.ClockSkewCritical, "resolve_after": t.ResolveAfter} {
 		if d < 0 {
 			return fmt.Errorf("%w: %s %v is negative", ErrInvalid, name, time.Duration(d))
 		}

@@ -227,3 +227,39 @@ func (f *fakeNotifier) Notify(ctx context.Context, n Notification) error {
 	f.got = append(f.got, n)
 	return nil
 }
+
+// TestResolveAfterDampsFlapping checks that a condition that comes and
+// goes within ResolveAfter keeps one alert, resolved (and notified) once,
+// after it stayed away that long.
+func TestResolveAfterDampsFlapping(t *testing.T) {
+	n := &fakeNotifier{}
+	e, err := NewEngine(Options{Notifiers: []Notifier{n}}) // ResolveAfter 1m
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := func(at time.Duration, used int64) {
+		st := healthy(t0.Add(at))
+		st.Pools[0].UsedRaw = used
+		mustEval(t, e, st)
+	}
+	full(0, 801)
+	full(10*time.Second, 799)
+	full(20*time.Second, 801)
+	full(30*time.Second, 799)
+	full(79*time.Second, 799) // last seen at 20s, 59s before: not yet
+	if open := e.Open(); len(open) != 1 || open[0].ID != "1" {
+		t.Fatalf("open %+v: want alert 1 still open", open)
+	}
+	full(80*time.Second, 799)
+	h := e.History(0)
+	if len(h) != 1 || h[0].Open() || !h[0].Resolved.Equal(t0.Add(80*time.Second)) {
+		t.Fatalf("history %+v: want alert 1 alone, resolved at 80s", h)
+	}
+	var evs []string
+	for _, d := range h[0].Deliveries {
+		evs = append(evs, d.Event)
+	}
+	if strings.Join(evs, ",") != "firing,resolved" {
+		t.Fatalf("deliveries %v, want one firing and one resolved", evs)
+	}
+}

@@ -42,6 +42,7 @@ func TestAlertsPoolFullAndMountClock(t *testing.T) {
 	cfg := alerts.DefaultConfig()
 	cfg.Interval = alerts.Duration(50 * time.Millisecond)
 	cfg.Thresholds.PoolFullWarning = 20
+	cfg.Thresholds.ResolveAfter = 0
 	cfg.Thresholds.ClockSkewWarning = alerts.Duration(time.Nanosecond)
 	c, conn := startTest(t, Config{Drives: 12, Unit: 64 << 10, DriveSize: 4 << 20, Alerts: &cfg, GCInterval: 100 * time.Millisecond})
 	ctx := context.Background()
