@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"poolfs/internal/alerts"
@@ -80,6 +81,9 @@ type slowRow struct {
 
 type analyticsData struct {
 	Slow           []slowRow
+	Striping       *mgmt.StripingReport
+	StripingErr    string
+	Scanning       bool
 	Clients, Jobs  []iostats.Row
 	JobsTotal      int
 	WindowSec      float64
@@ -142,6 +146,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := analyticsData{Slow: latencyOutliers(st, m), NoClientStats: s.cfg.Clients == nil}
+	d.Striping, d.StripingErr, d.Scanning = s.striping.get(s)
 	if s.cfg.Clients != nil {
 		snap, err := s.cfg.Clients.IOStats(ctx, busiest)
 		if err != nil {
@@ -153,7 +158,7 @@ func (s *Server) analytics(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.render(w, r, http.StatusOK, "analytics.html", view{Title: "Analytics", Page: "analytics", Data: d})
+	s.render(w, r, http.StatusOK, "analytics.html", view{Title: "Analytics", Page: "analytics", Refresh: true, Data: d})
 }
 
 type alertsData struct {
@@ -177,4 +182,46 @@ func (s *Server) alerts(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "alerts.html", view{Title: "Alerts", Page: "alerts", Refresh: true, Flash: s.flash(r), Data: d})
+}
+
+// stripingEvery is how often the analytics page may have the stripes
+// scanned for narrow files (a scan reads every stripe record).
+const stripingEvery = 5 * time.Minute
+
+// stripingCache holds the last narrow-file scan; a page view starts a new
+// one in the background when it is older than stripingEvery.
+type stripingCache struct {
+	mu struct {
+		sync.Mutex
+		rep     *mgmt.StripingReport
+		err     string
+		running bool
+		started time.Time
+	}
+}
+
+// get returns the last report, or its error, and whether a scan runs.
+func (c *stripingCache) get(s *Server) (*mgmt.StripingReport, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := s.cfg.Now()
+	if !c.mu.running && (c.mu.started.IsZero() || now.Sub(c.mu.started) > stripingEvery) {
+		c.mu.running, c.mu.started = true, now
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, stripingEvery)
+			defer cancel()
+			rep, err := s.cfg.Cluster.Striping(ctx, busiest)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.mu.running = false
+			if err != nil {
+				c.mu.err = err.Error()
+				return
+			}
+			c.mu.rep, c.mu.err = rep, ""
+		}()
+	}
+	return c.mu.rep, c.mu.err, c.mu.running
 }

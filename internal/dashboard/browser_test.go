@@ -20,6 +20,7 @@ import (
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
 	"poolfs/internal/dashboard"
+	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 	"poolfs/internal/storage"
 )
@@ -95,6 +96,22 @@ func TestBrowser(t *testing.T) {
 		if _, err := conn.Client.Put(ctx, fmt.Sprintf("/f%02d", i), bytes.NewReader(data), client.PutOptions{Size: int64(len(data))}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A file mirrored on two drives only: the analytics page names it.
+	if err := conn.Client.Mkdir(ctx, "/narrow", 0o755, false); err != nil {
+		t.Fatal(err)
+	}
+	nd, err := conn.Client.Resolve(ctx, "/narrow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Meta.SetLayout(ctx, nd.Ino, meta.Layout{Pool: 0, K: 1, M: 1, Mirror: true, Unit: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 512<<10)
+	rand.Read(big)
+	if _, err := conn.Client.Put(ctx, "/narrow/big.dat", bytes.NewReader(big), client.PutOptions{Size: int64(len(big))}); err != nil {
+		t.Fatal(err)
 	}
 	if err := conn.Mgmt.SetRebuildPriority(ctx, "default", "lowest"); err != nil {
 		t.Fatal(err)
@@ -200,6 +217,16 @@ func TestBrowser(t *testing.T) {
 		if "ack-"+a.ID == ackID && a.AckedBy != "admin" {
 			t.Fatalf("alert %s acknowledged by %q in the cluster", a.ID, a.AckedBy)
 		}
+	}
+	// Analytics: the narrow file, once the stripes are scanned.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		do("open analytics", chromedp.Navigate(ts.URL+"/analytics"), chromedp.WaitVisible(css("#striping")))
+		if st := text("#striping"); strings.Contains(st, "/narrow/big.dat") && strings.Contains(st, "2 of 6") {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("analytics does not name the narrow file:\n%s", st)
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 	do("log out", chromedp.Click(css("#logout")), chromedp.WaitVisible(css("#login-form")))
 

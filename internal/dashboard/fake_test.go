@@ -85,3 +85,8 @@ func (f *fakeCluster) SetRebuildPriority(ctx context.Context, pool, prio string)
 	f.record("priority " + pool + " " + prio)
 	return nil
 }
+
+func (f *fakeCluster) Striping(ctx context.Context, limit int) (*mgmt.StripingReport, error) {
+	return &mgmt.StripingReport{Scanned: 3, Files: []mgmt.NarrowFile{{Ino: 7, Path: "/scratch/narrow.dat", Pool: "default",
+		Stripes: 40, Width: 3, PoolWidth: 6, Drives: 6, Reason: "stripes of 3 fragments"}}}, nil
+}

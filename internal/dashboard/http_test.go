@@ -401,3 +401,21 @@ func TestNoSecretInPagesOrLogs(t *testing.T) {
 		}
 	}
 }
+
+func TestAnalyticsNarrowFiles(t *testing.T) {
+	f := newFixture(t, false)
+	t.Cleanup(f.srv.Close)
+	c := f.client(t)
+	f.login(t, c, "admin", adminPW)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, page := get(t, c, f.ts.URL+"/analytics")
+		if strings.Contains(page, "/scratch/narrow.dat") && strings.Contains(page, "3 of 6") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the analytics page does not list the narrow file:\n%s", page)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

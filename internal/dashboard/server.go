@@ -71,6 +71,10 @@ type Server struct {
 	pages map[string]*template.Template
 	mux   *http.ServeMux
 
+	striping stripingCache // analytics.go
+
+	// ctx ends at Close; stop ends it. wg counts the goroutines to wait for.
+	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 }
@@ -99,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, sess: newSessions(cfg.SessionTTL, cfg.IdleTimeout)}
+	s.ctx, s.stop = context.WithCancel(context.Background())
 	var err error
 	if cfg.Dir != "" {
 		if s.hist, err = history.Load(filepath.Join(cfg.Dir, HistoryFile)); err != nil {
@@ -138,8 +143,7 @@ func parsePages() (map[string]*template.Template, error) {
 
 // Start starts sampling the cluster for the charts until Close.
 func (s *Server) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stop = cancel
+	ctx := s.ctx
 	path := ""
 	if s.cfg.Dir != "" {
 		path = filepath.Join(s.cfg.Dir, HistoryFile)
@@ -154,9 +158,7 @@ func (s *Server) Start() {
 
 // Close stops sampling and saves the history.
 func (s *Server) Close() {
-	if s.stop != nil {
-		s.stop()
-	}
+	s.stop()
 	s.wg.Wait()
 }
 

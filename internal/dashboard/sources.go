@@ -23,6 +23,7 @@ type Cluster interface {
 	ReplaceDrive(ctx context.Context, id placement.DriveID) (placement.DriveID, error)
 	AddDrive(ctx context.Context, pool string) (placement.DriveID, error)
 	SetRebuildPriority(ctx context.Context, pool, prio string) error
+	Striping(ctx context.Context, limit int) (*mgmt.StripingReport, error)
 }
 
 var _ Cluster = (*mgmt.Client)(nil)

@@ -154,6 +154,7 @@ func (s *Service) Register(r *rpc.Server) {
 	s.registerIOStats(r)
 	s.registerAlerts(r) // alerts_rpc.go
 	s.registerDriveIO(r)
+	s.registerStriping(r)
 	r.Handle("mgmt.Rebuild", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st := s.Rebuild()
 		return &rpc.Response{Result: st}, nil
