@@ -23,10 +23,11 @@ const (
 	RuleDriveSlow      = "drive.slow"        // a drive far slower than its peers
 	RuleRebuildStalled = "rebuild.stalled"   // a running rebuild made no progress for a while
 	RuleRebuildBlocked = "rebuild.impossible"
-	RuleDataLoss       = "data.loss"   // stripes lost more fragments than parity covers
-	RuleServerDown     = "server.down" // every drive of a server is down or failed
-	RuleClockSkew      = "clock.skew"  // a peer's clock differs from the management service's
-	RuleTest           = "test"        // a test notification (never stored)
+	RuleDataLoss       = "data.loss"         // stripes lost more fragments than parity covers
+	RulePreservation   = "pool.preservation" // the rebuild capacity a pool reserves is used up
+	RuleServerDown     = "server.down"       // every drive of a server is down or failed
+	RuleClockSkew      = "clock.skew"        // a peer's clock differs from the management service's
+	RuleTest           = "test"              // a test notification (never stored)
 )
 
 // Alert is one alert: a rule's condition on one subject, from when it was

@@ -202,6 +202,9 @@ func (c Config) Notifiers(dir string, getenv func(string) string) ([]Notifier, e
 	}
 	if s := c.SMTP; s != nil {
 		m := &Email{Addr: s.Addr, From: s.From, To: s.To, Username: s.Username, RequireTLS: s.RequireTLS}
+		if h, err := os.Hostname(); err == nil {
+			m.Hello = h
+		}
 		switch {
 		case s.PasswordFile != "":
 			p := s.PasswordFile

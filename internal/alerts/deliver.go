@@ -26,9 +26,10 @@ type Notifier interface {
 }
 
 // DeliveryPolicy says how hard a notification is tried: Attempts attempts
-// (default 6), each bounded by Timeout (default 10s), waiting Backoff
+// (default 10), each bounded by Timeout (default 10s), waiting Backoff
 // (default 2s) after the first failure, doubling up to MaxBackoff (default
-// 5m) after each next one.
+// 5m) after each next one: by default a notification is tried for about
+// 18 minutes.
 type DeliveryPolicy struct {
 	Attempts   int      `json:"attempts"`
 	Timeout    Duration `json:"timeout"`
@@ -38,7 +39,7 @@ type DeliveryPolicy struct {
 
 func (p DeliveryPolicy) withDefaults() DeliveryPolicy {
 	if p.Attempts == 0 {
-		p.Attempts = 6
+		p.Attempts = 10
 	}
 	if p.Timeout == 0 {
 		p.Timeout = Duration(10 * time.Second)

@@ -21,6 +21,7 @@
 //	rebuild.stalled     pool P     critical: a running rebuild moved no byte for 10m
 //	rebuild.impossible  pool P     critical: recovery cannot restore every stripe (too few drives, no room, tasks failing)
 //	data.loss           pool P     critical: stripes lost more fragments than parity covers
+//	pool.preservation   pool P     warning: the rebuild capacity the pool reserves is used up
 //	server.down         server S   critical: every drive of the server is down or failed
 //	clock.skew          server S…  warning ≥ 1s, critical ≥ 10s from the management service's clock
 //

@@ -133,6 +133,9 @@ func conditions(st State, t Thresholds, mem *memory) []Condition {
 			}
 		}
 		rebuildRules(p, st.Now, t, mem, add)
+		if p.Preservation > 0 && p.PreservationLeft <= 0 {
+			add(RulePreservation, subj, Warning, "pool %s has used up its preservation capacity: the next rebuild takes space promised to data; replace the failed drives or add drives", p.Name)
+		}
 		if p.LostStripes > 0 {
 			add(RuleDataLoss, subj, Critical, "DATA LOSS in pool %s: %d stripes of %d files lost more fragments than parity covers (poolfs status lists them)",
 				p.Name, p.LostStripes, p.LostFiles)

@@ -55,6 +55,8 @@ func TestRules(t *testing.T) {
 		{"server down", []func(*State, int){func(st *State, _ int) {
 			st.Drives[2].State, st.Drives[3].State, st.Drives[3].DownSince = "failed", "down", t0.Add(-time.Hour)
 		}}, want{RuleServerDown, "server s1", Critical, "none of its 2 drives"}},
+		{"preservation used up", []func(*State, int){func(st *State, _ int) { st.Pools[0].Preservation, st.Pools[0].PreservationLeft = 200, -5 }},
+			want{RulePreservation, "pool default", Warning, "used up its preservation capacity"}},
 		{"data loss", []func(*State, int){func(st *State, _ int) { st.Pools[0].LostStripes, st.Pools[0].LostFiles = 3, 2 }},
 			want{RuleDataLoss, "pool default", Critical, "3 stripes of 2 files"}},
 		{"rebuild impossible", []func(*State, int){func(st *State, _ int) { st.Pools[0].Incomplete = "too few drives in service" }},

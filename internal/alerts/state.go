@@ -32,6 +32,10 @@ type Pool struct {
 	Blocked       int
 	LostStripes   int
 	LostFiles     int
+	// Preservation is the rebuild capacity the pool reserves (raw bytes,
+	// 0: none) and PreservationLeft what the drives in service still offer
+	// of it (negative when the data no longer fits without it).
+	Preservation, PreservationLeft int64
 }
 
 // Drive is one drive in a State (drives replaced are left out).

@@ -19,7 +19,8 @@ func (s *Service) alertState(st *Status, now time.Time) alerts.State {
 		r := byPool[p.ID]
 		out.Pools = append(out.Pools, alerts.Pool{Name: p.Name, UsableRaw: p.Capacity.UsableRaw, UsedRaw: int64(p.UsedRaw),
 			RebuildActive: r.Active, RebuildKind: r.Kind, RebuildDone: r.BytesDone, Incomplete: r.Incomplete, Blocked: r.Blocked,
-			LostStripes: r.LostStripes, LostFiles: len(r.Lost)})
+			LostStripes: r.LostStripes, LostFiles: len(r.Lost),
+			Preservation: p.PreservationReserved, PreservationLeft: p.Capacity.Raw - p.Capacity.UsableRaw})
 	}
 	servers := map[string]bool{}
 	for _, d := range st.Drives {

@@ -37,7 +37,7 @@ func TestClockWatch(t *testing.T) {
 func TestAlertState(t *testing.T) {
 	down := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	st := &Status{
-		Pools: []PoolStatus{{ID: 3, Name: "p", Capacity: clustermap.Capacity{UsableRaw: 1000}, UsedRaw: 900}},
+		Pools: []PoolStatus{{ID: 3, Name: "p", Capacity: clustermap.Capacity{Raw: 1100, UsableRaw: 1000}, UsedRaw: 900, PreservationReserved: 200}},
 		Drives: []DriveStatus{{ID: "d00", Server: "s0", State: clustermap.StateDown, DownSince: down.UnixNano()},
 			{ID: "d01", Server: "s1", State: clustermap.StateUp, Slow: "slow"}},
 		Rebuild: RebuildStatus{Pools: []RebuildStatus{{Pool: 3, Active: true, Kind: "rebuild", BytesDone: 77, Incomplete: "too few drives",
@@ -46,7 +46,7 @@ func TestAlertState(t *testing.T) {
 	s := &Service{}
 	got := s.alertState(st, down.Add(time.Hour))
 	wantPool := alerts.Pool{Name: "p", UsableRaw: 1000, UsedRaw: 900, RebuildActive: true, RebuildKind: "rebuild", RebuildDone: 77,
-		Incomplete: "too few drives", Blocked: 2, LostStripes: 4, LostFiles: 2}
+		Incomplete: "too few drives", Blocked: 2, LostStripes: 4, LostFiles: 2, Preservation: 200, PreservationLeft: 100}
 	if len(got.Pools) != 1 || got.Pools[0] != wantPool {
 		t.Fatalf("pools %+v, want %+v", got.Pools, wantPool)
 	}
