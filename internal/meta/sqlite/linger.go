@@ -80,11 +80,11 @@ func (e *Engine) lingerFire() {
 
 // beginLinger opens the lingering transaction.
 func (e *Engine) beginLinger() error {
-	tx, err := e.wdb.BeginTx(context.Background(), nil)
+	ct, err := beginConn(e.wdb)
 	if err != nil {
 		return fmt.Errorf("sqlite begin: %w", err)
 	}
-	e.lg.t = &txn{ctx: context.Background(), tx: tx, write: true, base: &e.w, cache: e.cache, reads: writeSet{}}
+	e.lg.t = &txn{ctx: context.Background(), ct: ct, write: true, base: &e.w, cache: e.cache, reads: writeSet{}}
 	e.lg.since, e.lg.n = time.Now(), 0
 	e.lg.timer = time.AfterFunc(e.linger, e.lingerFire)
 	return nil
@@ -98,7 +98,7 @@ func (e *Engine) commitLinger() error {
 	}
 	lg.timer.Stop()
 	gen := e.cache.generation() // only the leader changes it
-	err := lg.t.tx.Commit()
+	err := lg.t.ct.commit()
 	lg.t = nil
 	e.batches.Add(1)
 	if err != nil {
@@ -175,18 +175,18 @@ func (e *Engine) runLingerOne(r *request) {
 		t.write = true
 		e.fillReads(t)
 	} else {
-		if _, err := t.tx.Exec(`SAVEPOINT u`); err != nil {
+		if err := t.ct.exec(`SAVEPOINT u`); err != nil {
 			r.err = e.abortLinger(fmt.Errorf("sqlite savepoint: %w", err))
 			return
 		}
 		r.panic, r.err = run(r.fn, t)
 		if r.err != nil || r.panic != nil {
-			if _, err := t.tx.Exec(`ROLLBACK TO u`); err != nil {
+			if err := t.ct.exec(`ROLLBACK TO u`); err != nil {
 				r.err = e.abortLinger(fmt.Errorf("sqlite rollback to savepoint: %w", err))
 				return
 			}
 		}
-		if _, err := t.tx.Exec(`RELEASE u`); err != nil {
+		if err := t.ct.exec(`RELEASE u`); err != nil {
 			r.err = e.abortLinger(fmt.Errorf("sqlite release savepoint: %w", err))
 			return
 		}
@@ -218,7 +218,7 @@ func (e *Engine) fillReads(t *txn) {
 // statements failed, and fails the engine.
 func (e *Engine) abortLinger(err error) error {
 	e.lg.timer.Stop()
-	e.lg.t.tx.Rollback() //nolint:errcheck // the engine fails either way
+	e.lg.t.ct.rollback() //nolint:errcheck // the engine fails either way
 	e.lg.t = nil
 	return e.fail(err)
 }

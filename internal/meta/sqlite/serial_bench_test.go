@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/metatest"
@@ -14,8 +15,20 @@ import (
 // BenchmarkSerial measures one caller's latency per Store operation on a
 // deferred-durability engine (what one process on a mount sees).
 func BenchmarkSerial(b *testing.B) {
+	for _, o := range []struct {
+		name string
+		o    sqlite.Options
+	}{
+		{"deferred", sqlite.Options{Deferred: true}},
+		{"linger", sqlite.Options{Deferred: true, Linger: 10 * time.Millisecond}}, // as poolfs up
+	} {
+		b.Run(o.name, func(b *testing.B) { benchSerial(b, o.o) })
+	}
+}
+
+func benchSerial(b *testing.B, o sqlite.Options) {
 	ctx := context.Background()
-	e, err := sqlite.OpenWith(filepath.Join(b.TempDir(), "meta.db"), sqlite.Options{Deferred: true})
+	e, err := sqlite.OpenWith(filepath.Join(b.TempDir(), "meta.db"), o)
 	if err != nil {
 		b.Fatal(err)
 	}

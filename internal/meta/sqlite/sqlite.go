@@ -63,23 +63,43 @@ func (s *stmts) prepare(db *sql.DB, write bool) error {
 		err = e
 		return st
 	}
-	s.get = p(`SELECT v FROM kv WHERE k = ?`)
-	s.scan = p(`SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?`)
-	s.scanAll = p(`SELECT k, v FROM kv WHERE k >= ? ORDER BY k LIMIT ?`)
+	s.get = p(qGet)
+	s.scan = p(qScan)
+	s.scanAll = p(qScanAll)
 	if write {
-		s.put = p(`INSERT OR REPLACE INTO kv (k, v) VALUES (?, ?)`)
-		s.del = p(`DELETE FROM kv WHERE k = ?`)
+		s.put = p(qPut)
+		s.del = p(qDel)
 	}
 	return err
 }
 
-// bound returns *p, the statement s bound to transaction tx, binding it
-// on first use (most transactions use two or three of the five).
-func bound(p **sql.Stmt, tx *sql.Tx, s *sql.Stmt) *sql.Stmt {
-	if *p == nil {
-		*p = tx.StmtContext(context.Background(), s)
+// The statements of a transaction.
+const (
+	qGet     = `SELECT v FROM kv WHERE k = ?`
+	qScan    = `SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?`
+	qScanAll = `SELECT k, v FROM kv WHERE k >= ? ORDER BY k LIMIT ?`
+	qPut     = `INSERT OR REPLACE INTO kv (k, v) VALUES (?, ?)`
+	qDel     = `DELETE FROM kv WHERE k = ?`
+)
+
+// stmt returns *p, the statement q (prepared on the database as base)
+// bound to t's transaction, binding it on first use (most transactions
+// use two or three of the five): base bound to t.tx, or q prepared on the
+// connection of a lingering transaction (t.ct).
+func (t *txn) stmt(p **sql.Stmt, base *sql.Stmt, q string) (*sql.Stmt, error) {
+	if *p != nil {
+		return *p, nil
 	}
-	return *p
+	if t.ct != nil {
+		s, err := t.ct.prepare(q)
+		if err != nil {
+			return nil, err
+		}
+		*p = s
+		return s, nil
+	}
+	*p = t.tx.StmtContext(context.Background(), base)
+	return *p, nil
 }
 
 var _ meta.Engine = (*Engine)(nil)
@@ -498,7 +518,8 @@ func run(fn func(meta.Tx) error, t *txn) (p any, err error) {
 // txn is a meta.Tx on a database/sql transaction.
 type txn struct {
 	ctx   context.Context
-	tx    *sql.Tx
+	tx    *sql.Tx // nil for a lingering transaction, which holds ct
+	ct    *connTx
 	write bool
 	base  *stmts // prepared on the database
 	st    stmts  // base's statements bound to tx, on first use
@@ -556,7 +577,10 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		}
 	}
 	var v []byte
-	err := bound(&t.st.get, t.tx, t.base.get).QueryRowContext(t.ctx, key).Scan(&v)
+	st, err := t.stmt(&t.st.get, t.base.get, qGet)
+	if err == nil {
+		err = st.QueryRowContext(t.ctx, key).Scan(&v)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		if t.reads != nil {
 			t.reads[string(key)] = nil
@@ -582,7 +606,10 @@ func (t *txn) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	_, err := bound(&t.st.put, t.tx, t.base.put).ExecContext(t.ctx, key, value)
+	st, err := t.stmt(&t.st.put, t.base.put, qPut)
+	if err == nil {
+		_, err = st.ExecContext(t.ctx, key, value)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite put: %w", err)
 	}
@@ -596,7 +623,11 @@ func (t *txn) Delete(key []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	if _, err := bound(&t.st.del, t.tx, t.base.del).ExecContext(t.ctx, key); err != nil {
+	st, err := t.stmt(&t.st.del, t.base.del, qDel)
+	if err == nil {
+		_, err = st.ExecContext(t.ctx, key)
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite delete: %w", err)
 	}
 	if t.req != nil {
@@ -629,7 +660,15 @@ func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool
 
 func (t *txn) query(start, end []byte, n int) (*sql.Rows, error) {
 	if end == nil {
-		return bound(&t.st.scanAll, t.tx, t.base.scanAll).QueryContext(t.ctx, start, n)
+		st, err := t.stmt(&t.st.scanAll, t.base.scanAll, qScanAll)
+		if err != nil {
+			return nil, err
+		}
+		return st.QueryContext(t.ctx, start, n)
 	}
-	return bound(&t.st.scan, t.tx, t.base.scan).QueryContext(t.ctx, start, end, n)
+	st, err := t.stmt(&t.st.scan, t.base.scan, qScan)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, start, end, n)
 }
