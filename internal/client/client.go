@@ -126,10 +126,13 @@ type Options struct {
 	// in part rewrites the whole stripe (read-modify-write), as before
 	// delta extents existed (delta.go).
 	NoDeltas bool
-	// DeltaBudget is the most bytes of delta extents one File keeps
-	// before the background fold writes the stripes with the most of
-	// them as new generations (fold.go); 0: DefaultDeltaBudget or a third
-	// of the file's size, whichever is larger.
+	// DeltaBudget is the most bytes one File's delta log keeps (its log
+	// stripes, the bytes of extents since folded or overwritten
+	// included, as long as one extent keeps a log stripe): beyond it the
+	// background fold writes the stripes with extents in the oldest log
+	// stripes as new generations, and beyond 9/8 of it a writer waits
+	// for the folds (fold.go); 0: DefaultDeltaBudget or 5/8 of the
+	// file's size, whichever is larger.
 	DeltaBudget int64
 	// FoldsInFlight bounds the stripes the client folds at once (default
 	// DefaultFoldsInFlight).

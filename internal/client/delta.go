@@ -44,7 +44,10 @@ func logLayout(lay meta.Layout, l int) meta.Layout {
 // deltaOKLocked reports whether dirty stripe d over committed record old
 // is written back as delta extents: it must lie within the committed
 // stripe (extents change no length) and hold less than half of it (a
-// stripe written mostly anew is cheaper rewritten whole).
+// stripe written mostly anew is cheaper rewritten whole), and its bytes
+// with old's extents must not reach foldCover of it (such a stripe is
+// merged into a new generation at once: the fold it would be due for,
+// without writing its bytes to the log first).
 func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
 	return f.deltaOK(d, old, f.stripeBytes())
 }
@@ -163,7 +166,7 @@ func (f *File) logDeltasLocked(ctx context.Context, todo []uint64, cur map[uint6
 		delete(f.mu.recs, s)
 		f.mu.cache.drop(s)
 	}
-	f.noteDeltasLocked(todo, cur, logs)
+	f.noteDeltasLocked(todo, cur, logs, commits)
 	return nil
 }
 

@@ -113,3 +113,97 @@ func deltaBytes(t *testing.T, conn *conn, ino meta.Ino) int {
 	}
 	return n
 }
+
+// logBytes is the bytes of the log stripes of file ino: the delta log's
+// space, extents since folded or overwritten included.
+func logBytes(t *testing.T, conn *conn, ino meta.Ino) int {
+	t.Helper()
+	recs, err := conn.Meta.Stripes(context.Background(), ino, meta.LogStripeBase, ^uint64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		n += int(r.Len)
+	}
+	return n
+}
+
+// TestDeltaLogSpaceBounded: random small writes all over a file keep the
+// delta log's space (its log stripes, whose bytes stay as long as one
+// extent is in them) near the File's budget: the folds take the stripes
+// with extents in the oldest log stripes first, so log stripes go, and a
+// writer faster than the folds waits.
+func TestDeltaLogSpaceBounded(t *testing.T) {
+	const budget = 1 << 20
+	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: budget})
+	ctx := context.Background()
+	const size = 16 << 20
+	f, ref := written(t, conn, "f", size)
+	ino := f.Attr().Ino
+	most := 0
+	for i := range 3000 {
+		p := randomPiece(4096)
+		off := rand.IntN(size/4096) * 4096
+		if _, err := f.WriteAt(ctx, p, int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		copy(ref[off:], p)
+		if i%50 == 0 {
+			most = max(most, logBytes(t, conn, ino))
+		}
+	}
+	// 9/8 of the budget, plus the write-backs in flight (4 of at most
+	// 256 KiB at this window) that went over it.
+	if bound := budget*9/8 + 4*256<<10 + 256<<10; most > bound {
+		t.Fatalf("the delta log's log stripes held %d bytes, more than %d (budget %d)", most, bound, budget)
+	}
+	t.Logf("most log stripe bytes seen: %d (budget %d)", most, budget)
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFolds()
+	checkFile(t, fresh(conn), ino, ref, "after writes with the log's space bounded")
+}
+
+// TestFoldAtWriteBack: a write-back whose bytes, with the extents its
+// stripe has, reach the part of the stripe that makes it due for a fold
+// writes the stripe as a new generation at once (no extents, no log
+// stripe for them): the drives take one stripe, not the log's copy of the
+// bytes and then the stripe.
+func TestFoldAtWriteBack(t *testing.T) {
+	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: 1 << 40})
+	ctx := context.Background()
+	const sb = testK * testUnit
+	f, ref := written(t, conn, "f", 4*sb)
+	ino := f.Attr().Ino
+	// 4 KiB of every 8 KiB of the first 80% of stripe 1, from first on.
+	write := func(first int) {
+		for off := sb + first; off < sb+sb*8/10; off += 8 << 10 {
+			p := randomPiece(4 << 10)
+			if _, err := f.WriteAt(ctx, p, int64(off)); err != nil {
+				t.Fatal(err)
+			}
+			copy(ref[off:], p)
+		}
+		if err := f.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.WaitFolds()
+	}
+	write(0) // 40% of the stripe: extents
+	ext, logs := deltaStats(t, conn, ino)
+	if ext == 0 || logs != 1 {
+		t.Fatalf("first write-back: %d extents in %d log stripes, want some in 1", ext, logs)
+	}
+	before := conn.Drives.BytesWritten()
+	write(4 << 10) // as many again: 80% of the stripe with the extents
+	if ext, logs := deltaStats(t, conn, ino); ext != 0 || logs != 0 {
+		t.Fatalf("second write-back: %d extents in %d log stripes left, want the stripe folded", ext, logs)
+	}
+	raw := sb * (testK + testM) / testK
+	if w := conn.Drives.BytesWritten() - before; w > int64(raw)+int64(testK+testM)*8<<10 {
+		t.Fatalf("second write-back wrote %d bytes to the drives, more than the stripe's %d", w, raw)
+	}
+	checkFile(t, fresh(conn), ino, ref, "after the fold at write-back")
+}

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,32 +46,81 @@ const foldExtents = 256
 type foldState struct {
 	bytes   map[uint64]int64 // delta bytes per stripe
 	extents map[uint64]int   // extents per stripe
-	total   int64
 	running map[uint64]bool // stripes being folded
+	// The log stripes f knows extents in (by number: they grow with
+	// time, so the smallest is the oldest), and per stripe the log
+	// stripes its extents are in. logBytes is the sum of their lengths:
+	// the delta log's bytes, those of extents since overwritten or
+	// folded included, as long as one extent keeps a log stripe.
+	logs     map[uint64]*logUse
+	inLogs   map[uint64][]uint64
+	logBytes int64
+}
+
+// logUse is a log stripe: its length and the stripes with extents in it.
+type logUse struct {
+	len     int64
+	stripes map[uint64]struct{}
 }
 
 func (fs *foldState) set(s uint64, bytes int64, extents int) {
 	if fs.bytes == nil {
 		fs.bytes, fs.extents, fs.running = map[uint64]int64{}, map[uint64]int{}, map[uint64]bool{}
+		fs.logs, fs.inLogs = map[uint64]*logUse{}, map[uint64][]uint64{}
 	}
-	fs.total += bytes - fs.bytes[s]
 	if bytes == 0 {
 		delete(fs.bytes, s)
 		delete(fs.extents, s)
+		fs.setLogs(s, nil)
 		return
 	}
 	fs.bytes[s], fs.extents[s] = bytes, extents
 }
 
+// setLogs records that stripe s has extents in the log stripes logs
+// (number to length) and in no other: a log stripe no stripe has extents
+// in any more is gone (the commit that took its last extent dropped it).
+func (fs *foldState) setLogs(s uint64, logs map[uint64]int64) {
+	for _, l := range fs.inLogs[s] {
+		if u := fs.logs[l]; u != nil {
+			delete(u.stripes, s)
+			if len(u.stripes) == 0 {
+				fs.logBytes -= u.len
+				delete(fs.logs, l)
+			}
+		}
+	}
+	delete(fs.inLogs, s)
+	for l, n := range logs {
+		u := fs.logs[l]
+		if u == nil {
+			u = &logUse{len: n, stripes: map[uint64]struct{}{}}
+			fs.logs[l] = u
+			fs.logBytes += n
+		}
+		u.stripes[s] = struct{}{}
+		fs.inLogs[s] = append(fs.inLogs[s], l)
+	}
+}
+
 // noteDeltasLocked records the extents stripes todo have after a commit
-// of logs over the records cur, and starts the folds that makes due.
-func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, logs []*logBuf) {
+// of logs (written as commits) over the records cur, and starts the
+// folds that makes due.
+func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, logs []*logBuf, commits []meta.StripeCommit) {
 	add := map[uint64]int64{}
 	n := map[uint64]int{}
-	for _, lb := range logs {
+	in := map[uint64]map[uint64]int64{}
+	use := func(s, log uint64, l int64) {
+		if in[s] == nil {
+			in[s] = map[uint64]int64{}
+		}
+		in[s][log] = l
+	}
+	for i, lb := range logs {
 		for _, d := range lb.deltas {
 			add[d.Stripe] += int64(d.Len)
 			n[d.Stripe]++
+			use(d.Stripe, commits[i].Rec.Stripe, int64(len(lb.flat)))
 		}
 	}
 	for _, s := range todo {
@@ -80,56 +128,83 @@ func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, lo
 		for _, d := range cur[s].Deltas {
 			b += int64(d.Len)
 			k++
+			use(s, d.Log, int64(d.LogRec.Len))
 		}
 		f.mu.fold.set(s, b, k)
+		f.mu.fold.setLogs(s, in[s])
 	}
 	f.scheduleFoldsLocked()
 }
 
-// budgetLocked is the most delta bytes the File keeps.
+// budgetLocked is the most bytes the File's delta log keeps
+// (Options.DeltaBudget).
 func (f *File) budgetLocked() int64 {
 	if b := f.c.opts.DeltaBudget; b > 0 {
 		return b
 	}
-	return max(DefaultDeltaBudget, f.mu.size/3)
+	return max(DefaultDeltaBudget, f.mu.size*deltaBudgetShare/8)
 }
 
-// scheduleFoldsLocked starts the folds that are due.
+// deltaBudgetShare is the default delta budget's share of the file's
+// size, in eighths. Random writes all over a file fold each stripe about
+// once per turn of the log, when its extents hold about budget/size of
+// it: at 5/8 a fold costs (K+M)/K × 8/5 drive bytes per delta byte (2 at
+// 8+2), and the log's own write (K+M)/K more.
+const deltaBudgetShare = 5
+
+// scheduleFoldsLocked starts the folds that are due: the stripes whose
+// extents cover foldCover of them or number foldExtents; and, while the
+// delta log's bytes pass the budget, the stripes with extents in its
+// oldest log stripes, down to 7/8 of the budget (a log stripe goes once
+// no extent is in it, so the log is a ring, and its space is bounded).
 func (f *File) scheduleFoldsLocked() {
 	fs := &f.mu.fold
 	sb := f.stripeBytes()
-	var due []uint64
+	due := map[uint64]bool{}
 	for s, b := range fs.bytes {
 		if !fs.running[s] && (4*b >= foldCover*sb || fs.extents[s] >= foldExtents) {
-			due = append(due, s)
+			due[s] = true
 		}
 	}
-	over := fs.total - f.budgetLocked()
-	if over > 0 {
-		// Down to three quarters of the budget, the fullest stripes first.
-		over += f.budgetLocked() / 4
-		for _, s := range due {
-			over -= fs.bytes[s]
+	if budget := f.budgetLocked(); fs.logBytes > budget {
+		folding := func(s uint64) bool { return due[s] || fs.running[s] }
+		order := make([]uint64, 0, len(fs.logs))
+		for l := range fs.logs {
+			order = append(order, l)
 		}
-		for s := range fs.running {
-			over -= fs.bytes[s]
+		slices.Sort(order)
+		// What is left once the folds due and running end.
+		left := fs.logBytes
+		freed := func(u *logUse) bool {
+			for s := range u.stripes {
+				if !folding(s) {
+					return false
+				}
+			}
+			return true
 		}
-		var rest []uint64
-		for s := range fs.bytes {
-			if !fs.running[s] && !slices.Contains(due, s) {
-				rest = append(rest, s)
+		for _, l := range order {
+			if freed(fs.logs[l]) {
+				left -= fs.logs[l].len
 			}
 		}
-		slices.SortFunc(rest, func(a, b uint64) int { return cmp.Compare(fs.bytes[b], fs.bytes[a]) })
-		for _, s := range rest {
-			if over <= 0 {
+		for _, l := range order {
+			if left <= budget*7/8 {
 				break
 			}
-			due = append(due, s)
-			over -= fs.bytes[s]
+			u := fs.logs[l]
+			if freed(u) {
+				continue
+			}
+			for s := range u.stripes {
+				if fs.bytes[s] > 0 {
+					due[s] = true
+				}
+			}
+			left -= u.len
 		}
 	}
-	for _, s := range due {
+	for s := range due {
 		fs.running[s] = true
 		go f.foldInBackground(s)
 	}
@@ -157,14 +232,14 @@ func (f *File) foldInBackground(s uint64) {
 	f.wb.idle.Broadcast() // WaitFolds, and writers held back (foldBackpressureLocked)
 }
 
-// foldBackpressureLocked holds a writer back while the File's delta bytes
-// are more than twice its budget and folds are running: a writer faster
-// than the folds (random writes all over a large file) then goes at their
-// pace, so that the log, and the space it takes on the drives, stays
-// bounded. Only writes that wrote back call it (never a TryWriteAtFor);
-// f.mu is released while it waits.
+// foldBackpressureLocked holds a writer back while the File's delta log
+// is more than an eighth over its budget and folds are running: a writer
+// faster than the folds (random writes all over a large file) then goes
+// at their pace, so that the log, and the space it takes on the drives,
+// stays bounded. Only writes that wrote back call it (never a
+// TryWriteAtFor); f.mu is released while it waits.
 func (f *File) foldBackpressureLocked() {
-	for f.mu.fold.total > 2*f.budgetLocked() && len(f.mu.fold.running) > 0 {
+	for f.mu.fold.logBytes > f.budgetLocked()*9/8 && len(f.mu.fold.running) > 0 {
 		f.wb.idle.Wait()
 	}
 }

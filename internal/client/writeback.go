@@ -68,6 +68,7 @@ type batchResult struct {
 	cur     map[uint64]meta.StripeRec // records the extents went over
 	deltaed []uint64                  // stripes written as extents
 	logs    []*logBuf                 // their log stripes
+	commits []meta.StripeCommit       // and the records written of those
 	gens    map[uint64]uint64         // stripes written as new generations
 }
 
@@ -152,7 +153,7 @@ func (f *File) runBatch(b *batch) {
 			f.mu.fold.set(s, 0, 0) // its extents are gone
 		}
 		if len(res.deltaed) > 0 {
-			f.noteDeltasLocked(res.deltaed, res.cur, res.logs)
+			f.noteDeltasLocked(res.deltaed, res.cur, res.logs, res.commits)
 		}
 	}
 	for _, s := range b.todo {
@@ -220,7 +221,7 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 		}
 		a, err := f.c.commitLogs(ctx, b.ino, f.name, logs, commits, b.mtime)
 		if err == nil {
-			res.attr, res.hasAttr, res.cur, res.logs = a, true, cur, logs
+			res.attr, res.hasAttr, res.cur, res.logs, res.commits = a, true, cur, logs, commits
 			break
 		}
 		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
@@ -277,10 +278,14 @@ func overRecords(logs []*logBuf, commits []meta.StripeCommit, cur map[uint64]met
 
 // deltaOK is deltaOKLocked for a stripe of sb bytes, without f.mu.
 func (f *File) deltaOK(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
-	if f.c.opts.NoDeltas || old.Gen == 0 || d.end() > int(old.Len) {
+	if f.c.opts.NoDeltas || old.Gen == 0 || d.end() > int(old.Len) || 2*d.bytes() >= int(sb) {
 		return false
 	}
-	return 2*d.bytes() < int(sb)
+	n := int64(d.bytes())
+	for _, x := range old.Deltas {
+		n += int64(x.Len)
+	}
+	return 4*n < foldCover*sb
 }
 
 // mergeStripes writes stripes todo of b as new generations, each the
