@@ -13,18 +13,21 @@ import (
 //
 // The handle that commits delta extents (delta.go) keeps, per stripe, the
 // bytes of extents it knows of (its own and those it read with the
-// records at writeback) and folds in the background: a stripe whose
-// extents reach foldCover of its bytes or foldExtents extents, and, while
-// the File's delta bytes exceed its budget (Options.DeltaBudget), the
-// stripes with the most delta bytes first. A fold reads the stripe with
-// its extents, writes the result as a new generation and commits it with
-// FoldStripes, a compare-and-set on the generation and on the last
-// extent read: a writer that committed an extent or a generation since
-// makes the fold a conflict, its fragments are deleted and the extents
-// stay. A crash between the fragments and the commit leaves the extents
-// valid and the fragments as garbage for the collector (their generation
-// was never committed). At most Options.FoldsInFlight stripes are folded
-// at once per client.
+// records at writeback), and the log stripes they are in, and folds in
+// the background: a stripe whose extents reach foldCover of its bytes or
+// foldExtents extents, and, while the File's delta log (its log stripes,
+// the bytes of extents folded or overwritten included) exceeds its
+// budget (Options.DeltaBudget), the stripes with extents in the oldest
+// log stripes, which frees them. A fold reads the stripe with its
+// extents, writes the result as a new generation and commits it with
+// FoldStripes, a compare-and-set on the generation: the extents it read
+// are deleted, and those a writer committed since stay over the new
+// generation (they were laid over the folded ones). A writer that
+// committed a generation since makes the fold a conflict: its fragments
+// are deleted and the extents stay. A crash between the fragments and the
+// commit leaves the extents valid and the fragments as garbage for the
+// collector (their generation was never committed). At most
+// Options.FoldsInFlight stripes are folded at once per client.
 
 // DefaultFoldsInFlight is Options.FoldsInFlight's default.
 const DefaultFoldsInFlight = 2
@@ -46,7 +49,7 @@ const foldExtents = 256
 type foldState struct {
 	bytes   map[uint64]int64 // delta bytes per stripe
 	extents map[uint64]int   // extents per stripe
-	running map[uint64]bool // stripes being folded
+	running map[uint64]bool  // stripes being folded
 	// The log stripes f knows extents in (by number: they grow with
 	// time, so the smallest is the oldest), and per stripe the log
 	// stripes its extents are in. logBytes is the sum of their lengths:
@@ -218,7 +221,7 @@ func (f *File) foldInBackground(s uint64) {
 	f.mu.Lock()
 	lay, ino := f.mu.attr.Layout, f.mu.attr.Ino
 	f.mu.Unlock()
-	gen, err := f.c.fold(context.Background(), lay, ino, s, f.name)
+	gen, folded, err := f.c.fold(context.Background(), lay, ino, s, f.name)
 	<-f.c.folds
 	if err != nil && !errors.Is(err, meta.ErrConflict) && !errors.Is(err, meta.ErrNotFound) {
 		f.c.log.Warn("fold delta extents", "file", f.name, "stripe", s, "err", err)
@@ -227,7 +230,7 @@ func (f *File) foldInBackground(s uint64) {
 	defer f.mu.Unlock()
 	delete(f.mu.fold.running, s)
 	if err == nil {
-		f.foldedLocked(s, gen)
+		f.foldedLocked(s, gen, folded)
 	}
 	f.wb.idle.Broadcast() // WaitFolds, and writers held back (foldBackpressureLocked)
 }
@@ -245,9 +248,22 @@ func (f *File) foldBackpressureLocked() {
 }
 
 // foldedLocked forgets what f knew of stripe s after a fold committed
-// generation gen (0: the stripe had no extents).
-func (f *File) foldedLocked(s, gen uint64) {
-	f.mu.fold.set(s, 0, 0)
+// generation gen (0: the stripe had no extents) over the extents folded:
+// those committed since the fold read the stripe stay (FoldStripes), so
+// f keeps what it knows beyond the folded ones, and the log stripes they
+// may be in.
+func (f *File) foldedLocked(s, gen uint64, folded []meta.Delta) {
+	fs := &f.mu.fold
+	b, n := fs.bytes[s], fs.extents[s]
+	for _, d := range folded {
+		b -= int64(d.Len)
+		n--
+	}
+	if b > 0 && n > 0 {
+		fs.bytes[s], fs.extents[s] = b, n
+	} else {
+		fs.set(s, 0, 0)
+	}
 	if gen == 0 {
 		return
 	}
@@ -287,12 +303,12 @@ func (f *File) FoldAll(ctx context.Context) error {
 		if len(r.Deltas) == 0 {
 			continue
 		}
-		gen, err := f.c.fold(ctx, lay, ino, r.Stripe, f.name)
+		gen, folded, err := f.c.fold(ctx, lay, ino, r.Stripe, f.name)
 		if err != nil {
 			return err
 		}
 		f.mu.Lock()
-		f.foldedLocked(r.Stripe, gen)
+		f.foldedLocked(r.Stripe, gen, folded)
 		f.mu.Unlock()
 	}
 	return nil
@@ -300,12 +316,13 @@ func (f *File) FoldAll(ctx context.Context) error {
 
 // fold writes stripe s of file ino with its delta extents as a new
 // generation and commits it with FoldStripes, returning the generation
-// (0 if the stripe has no extents). On a failed commit the new fragments
-// are deleted (best effort).
-func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, name string) (uint64, error) {
+// (0 if the stripe has no extents) and the extents folded (those
+// committed meanwhile stay, over the new generation). On a failed commit
+// the new fragments are deleted (best effort).
+func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, name string) (uint64, []meta.Delta, error) {
 	recs, err := c.meta.Stripes(ctx, ino, s, s)
 	if err != nil || len(recs) == 0 || len(recs[0].Deltas) == 0 {
-		return 0, err
+		return 0, nil, err
 	}
 	rec := recs[0]
 	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
@@ -313,24 +330,24 @@ func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint
 	defer pool.put(b)
 	shards, err := c.readStripeDeltas(ctx, lay, ino, rec, b, name)
 	if err != nil {
-		return 0, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
+		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
 	}
 	flat := make([]byte, rec.Len)
 	joinInto(flat, shards, int(rec.Len))
 	fillShards(b, flat, int(rec.Len), lay.K, int(lay.Unit))
 	nrec, err := c.writeStripe(ctx, lay, ino, s, rec.Gen, b, int(rec.Len))
 	if err != nil {
-		return 0, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
+		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
 	}
 	if c.foldWritten != nil && !c.foldWritten(nrec) {
-		return 0, fmt.Errorf("fold stripe %d of %s: stopped before the commit", s, name)
+		return 0, nil, fmt.Errorf("fold stripe %d of %s: stopped before the commit", s, name)
 	}
 	err = c.meta.FoldStripes(ctx, ino, []meta.StripeCommit{{Rec: nrec, OldGen: rec.Gen, Deltas: maxDeltaSeq(rec)}})
 	if err != nil {
 		if m, merr := c.Map(ctx); merr == nil {
 			c.deleteFragments(m, ino, nrec, make([]error, len(nrec.Drives)))
 		}
-		return 0, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
+		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
 	}
-	return nrec.Gen, nil
+	return nrec.Gen, rec.Deltas, nil
 }

@@ -210,7 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.wg.Add(2)
-	c.every(gctx, c.Config.GCInterval, c.collect)
+	c.collectLoop(gctx)
 	c.every(gctx, c.Config.MetaCheckInterval, c.checkStore)
 	go func() {
 		defer c.wg.Done()
@@ -380,6 +380,31 @@ func (c *Cluster) every(ctx context.Context, interval time.Duration, fn func(con
 			}
 		}
 	}()
+}
+
+// gcBacklog is the GC queue length (replaced generations, each up to a
+// stripe's fragments) that starts a collector pass before GCInterval has
+// passed: a writer that replaces stripes fast (folds of the delta log,
+// rewrites) leaves at most about that much garbage on the drives for
+// longer than gcTick, not GCInterval's worth.
+const (
+	gcBacklog = 16
+	gcTick    = time.Second
+)
+
+// collectLoop runs the collector every GCInterval, and sooner, at the
+// next gcTick, when the queue holds gcBacklog items.
+func (c *Cluster) collectLoop(ctx context.Context) {
+	last := time.Now()
+	c.every(ctx, min(gcTick, c.Config.GCInterval), func(ctx context.Context) {
+		if time.Since(last) < c.Config.GCInterval {
+			if items, err := c.Store.GCList(ctx, gcBacklog); err != nil || len(items) < gcBacklog {
+				return
+			}
+		}
+		c.collect(ctx)
+		last = time.Now()
+	})
 }
 
 // collect is one pass of the fragment garbage collector.

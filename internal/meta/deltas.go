@@ -28,8 +28,9 @@ import (
 // Invariants:
 //   - An extent of stripe s has BaseGen equal to s's committed generation:
 //     every transaction that replaces or drops a generation of s deletes
-//     s's extents in the same transaction (CommitStripes, FoldStripes,
-//     truncate, DropStripes, unlink).
+//     s's extents in the same transaction (CommitStripes, truncate,
+//     DropStripes, unlink), or, for a fold (FoldStripes), those it folded,
+//     setting the BaseGen of the later ones to the new generation.
 //   - An extent lies within its stripe's Len and within its log stripe's
 //     Len; Seq grows with commit order within a stripe.
 //   - Every log stripe has an L record equal to the sum of the lengths of
@@ -234,6 +235,32 @@ func (o *op) deltas(ino Ino, first, last uint64) ([]Delta, error) {
 	return out, err
 }
 
+// foldDeltas deletes the extents of stripe st of ino with sequence
+// numbers up to upTo (FoldAll: all), as dropDeltas does, and sets the
+// BaseGen of those after them to gen, the generation that replaced the
+// one they were committed over.
+func (o *op) foldDeltas(ino Ino, st, upTo, gen uint64, u *usageDelta) error {
+	ds, err := o.deltas(ino, st, st)
+	if err != nil || len(ds) == 0 {
+		return err
+	}
+	cut := len(ds)
+	for i, d := range ds {
+		if d.Seq > upTo {
+			cut = i
+			break
+		}
+	}
+	for _, d := range ds[cut:] {
+		d.BaseGen = gen
+		if err := o.tx.Put(deltaKey(ino, d.Stripe, d.Seq), encodeDelta(ino, &d)); err != nil {
+			return err
+		}
+	}
+	_, err = o.dropExtents(ino, ds[:cut], u)
+	return err
+}
+
 // dropDeltas deletes the extents of stripes first to last of ino (<
 // LogStripeBase) and takes their bytes off their log stripes' counts; a
 // log stripe no extent references any more is dropped (its fragments go
@@ -242,6 +269,14 @@ func (o *op) dropDeltas(ino Ino, first, last uint64, u *usageDelta) (map[uint64]
 	ds, err := o.deltas(ino, first, last)
 	if err != nil || len(ds) == 0 {
 		return nil, err
+	}
+	return o.dropExtents(ino, ds, u)
+}
+
+// dropExtents is dropDeltas of the extents ds.
+func (o *op) dropExtents(ino Ino, ds []Delta, u *usageDelta) (map[uint64]bool, error) {
+	if len(ds) == 0 {
+		return nil, nil
 	}
 	less := map[uint64]uint64{}
 	for _, d := range ds {

@@ -86,7 +86,7 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 	}
 	var a Attr
 	err := s.update(ctx, func(o *op) error {
-		n, err := o.commitStripes(ino, commits)
+		n, err := o.commitStripes(ino, commits, false)
 		if err != nil {
 			return err
 		}
@@ -101,14 +101,23 @@ func (s *Store) CommitStripes(ctx context.Context, ino Ino, commits []StripeComm
 }
 
 // FoldStripes is CommitStripes for new generations that hold the same
-// content as the old ones with their delta extents (a fold): size, mtime
-// and ctime stay. Errors as CommitStripes.
+// content as the old ones with their delta extents up to StripeCommit.Deltas
+// (a fold): those extents are deleted, and the extents committed since
+// (sequence numbers beyond Deltas) stay, over the new generation, since
+// they were laid over the folded ones; size, mtime and ctime stay. So a
+// fold never loses to a writer that adds extents meanwhile. Errors as
+// CommitStripes.
 func (s *Store) FoldStripes(ctx context.Context, ino Ino, commits []StripeCommit) error {
 	if err := checkCommits(commits); err != nil {
 		return fmt.Errorf("fold stripes of %d: %w", ino, err)
 	}
+	for _, c := range commits {
+		if c.Deltas == FoldAll {
+			return fmt.Errorf("fold of stripe %d with FoldAll: %w", c.Rec.Stripe, ErrInvalid)
+		}
+	}
 	err := s.update(ctx, func(o *op) error {
-		n, err := o.commitStripes(ino, commits)
+		n, err := o.commitStripes(ino, commits, true)
 		if err != nil {
 			return err
 		}
@@ -120,9 +129,11 @@ func (s *Store) FoldStripes(ctx context.Context, ino Ino, commits []StripeCommit
 	return nil
 }
 
-// commitStripes is the body of CommitStripes and FoldStripes: it returns
-// the inode with Stored updated, for the caller to finish and store.
-func (o *op) commitStripes(ino Ino, commits []StripeCommit) (inode, error) {
+// commitStripes is the body of CommitStripes and FoldStripes (fold: the
+// extents beyond each commit's Deltas stay, over the new generation): it
+// returns the inode with Stored updated, for the caller to finish and
+// store.
+func (o *op) commitStripes(ino Ino, commits []StripeCommit, fold bool) (inode, error) {
 	n, err := o.file(ino)
 	if err != nil {
 		return n, err
@@ -142,7 +153,7 @@ func (o *op) commitStripes(ino Ino, commits []StripeCommit) (inode, error) {
 		}
 		if !ok && c.OldGen != 0 || ok && old.Gen != c.OldGen {
 			conflicts = append(conflicts, c.Rec.Stripe)
-		} else if ok && c.Deltas != FoldAll {
+		} else if ok && c.Deltas != FoldAll && !fold {
 			ds, err := o.deltas(ino, c.Rec.Stripe, c.Rec.Stripe)
 			if err != nil {
 				return n, err
@@ -169,7 +180,11 @@ func (o *op) commitStripes(ino Ino, commits []StripeCommit) (inode, error) {
 			if olds[i].Pool == rec.Pool {
 				grow -= olds[i].raw()
 			}
-			if _, err := o.dropDeltas(ino, rec.Stripe, rec.Stripe, u); err != nil {
+			upTo := FoldAll
+			if fold {
+				upTo = c.Deltas
+			}
+			if err := o.foldDeltas(ino, rec.Stripe, upTo, rec.Gen, u); err != nil {
 				return n, err
 			}
 		}

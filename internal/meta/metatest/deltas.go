@@ -112,25 +112,29 @@ var deltaChecks = []storeCheck{
 		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(1, 200), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0), ext(1, 1, 0, 100, 100)}})
 		a := commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(2, 100), Deltas: []meta.Delta{ext(0, 1, 50, 100, 0)}})
 		gcBefore := len(gcList(t, s))
-		// A writer that saw only the first extent of stripe 0 is stale.
-		err := s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 1}})
-		isErr(t, "fold missing an extent", err, meta.ErrConflict)
-		_, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1}}, 0, 0)
+		// A rewrite that saw no extents is stale.
+		_, err := s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1}}, 0, 0)
 		isErr(t, "rewrite that saw no extents", err, meta.ErrConflict)
-		eq(t, "fold", s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 2}}), nil)
+		_, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 1}}, 0, 0)
+		isErr(t, "rewrite missing an extent", err, meta.ErrConflict)
+		// A fold that read only the first extent of stripe 0 folds it and
+		// keeps the second over the new generation.
+		eq(t, "fold of one", s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 1}}), nil)
+		eq(t, "later extent kept", extents(t, s, f.Ino), "0:2@50+100<2 1:1@0+100<1 ")
+		eq(t, "fold", s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 3), OldGen: 2, Deltas: 2}}), nil)
 		eq(t, "fold keeps times and size", stat(t, s, f.Ino), a)
 		eq(t, "extents", extents(t, s, f.Ino), "1:1@0+100<1 ")
 		// Log 2 is empty now: dropped with the old generation of stripe 0.
-		eq(t, "stripes", gens(t, s, f.Ino), fmt.Sprintf("0:2 1:1 %d:1 ", meta.LogStripeBase+1))
+		eq(t, "stripes", gens(t, s, f.Ino), fmt.Sprintf("0:3 1:1 %d:1 ", meta.LogStripeBase+1))
 		eq(t, "usage", usage(t, s), 2*raw+logRaw)
 		g := gcList(t, s)[gcBefore:]
-		eq(t, "gc items", len(g), 2)
-		eq(t, "gc log", fmt.Sprint(g[0].Stripe == meta.LogStripeBase+2 || g[1].Stripe == meta.LogStripeBase+2), "true")
+		eq(t, "gc items", len(g), 3) // generations 1 and 2 of stripe 0, log 2
+		eq(t, "gc log", fmt.Sprint(g[0].Stripe == meta.LogStripeBase+2 || g[1].Stripe == meta.LogStripeBase+2 || g[2].Stripe == meta.LogStripeBase+2), "true")
 		// A full-stripe write replaces the extents whatever they are.
 		_, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(1, 2), OldGen: 1, Deltas: meta.FoldAll}}, 0, 0)
 		eq(t, "overwrite", err, nil)
 		eq(t, "no extents", extents(t, s, f.Ino), "")
-		eq(t, "logs gone", gens(t, s, f.Ino), "0:2 1:2 ")
+		eq(t, "logs gone", gens(t, s, f.Ino), "0:3 1:2 ")
 		eq(t, "usage without logs", usage(t, s), 2*raw)
 	}},
 	{"delta_truncate_punch_unlink", func(t *testing.T, s *meta.Store) {
