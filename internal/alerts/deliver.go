@@ -191,7 +191,7 @@ func (e *Engine) record(channel string, n Notification, tried int, err error, fi
 		e.mu.Unlock()
 		return // a test notification, or dropped from the history meanwhile
 	}
-	for i := len(a.Deliveries) - 1; i >= 0; i-- {
+	for i := range a.Deliveries { // the oldest pending one: each channel delivers in order
 		d := &a.Deliveries[i]
 		if d.Channel != channel || d.Event != n.Event || !d.Sent.IsZero() || d.GaveUp {
 			continue

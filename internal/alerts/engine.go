@@ -45,6 +45,7 @@ type Engine struct {
 	log    *slog.Logger
 	queues []*queue // one per notifier, in Options.Notifiers order
 
+	evalMu sync.Mutex // serializes evaluations, so that notifications are queued in order
 	saveMu sync.Mutex // serializes saves, so that the last saved is the newest
 	mu     struct {
 		sync.Mutex
@@ -100,10 +101,12 @@ func (e *Engine) Thresholds() Thresholds { return e.th }
 // Evaluate runs the rules on st: a condition with no open alert opens one,
 // one whose open alert changed severity updates it, and an open alert
 // whose condition was last seen Thresholds.ResolveAfter ago or more is
-// resolved. Each opening, change of severity
-// and resolution is queued for delivery (never waited for) and saved.
+// resolved. Each opening, change of severity and resolution is queued for
+// delivery (never waited for) and saved.
 // The error is the save's; the alerts are changed in memory either way.
 func (e *Engine) Evaluate(ctx context.Context, st State) error {
+	e.evalMu.Lock()
+	defer e.evalMu.Unlock()
 	var notes []Notification
 	e.mu.Lock()
 	seen := map[string]bool{}

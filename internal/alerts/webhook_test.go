@@ -229,3 +229,49 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// gate delivers its first notification and holds every later one until
+// its context ends.
+type gate struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (g *gate) Channel() string { return "gate" }
+func (g *gate) Notify(ctx context.Context, n Notification) error {
+	g.mu.Lock()
+	g.n++
+	first := g.n == 1
+	g.mu.Unlock()
+	if first {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestDeliveryRecordsInOrder checks that the outcome of a channel's
+// notification is written into the delivery it belongs to (the oldest
+// pending one of its channel and event), not a later one of the same
+// alert.
+func TestDeliveryRecordsInOrder(t *testing.T) {
+	g := &gate{}
+	e, err := NewEngine(Options{Delivery: fastPolicy(1), Notifiers: []Notifier{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := healthy(t0)
+	st.Pools[0].UsedRaw = 850
+	mustEval(t, e, st) // firing (warning)
+	st.Now, st.Pools[0].UsedRaw = t0.Add(time.Second), 950
+	mustEval(t, e, st) // firing again (critical)
+	run(t, e)
+	waitFor(t, func() bool {
+		a, _ := e.Get("1")
+		return !a.Deliveries[0].Sent.IsZero() || !a.Deliveries[1].Sent.IsZero()
+	})
+	a, _ := e.Get("1")
+	if d := a.Deliveries; d[0].Sent.IsZero() || !d[1].Sent.IsZero() || d[1].Attempts != 0 {
+		t.Fatalf("deliveries %+v: want the first sent, the second pending", d)
+	}
+}
