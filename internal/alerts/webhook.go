@@ -56,10 +56,6 @@ func Verify(secret []byte, ts string, body []byte, sig string) bool {
 	return hmac.Equal([]byte(Sign(secret, ts, body)), []byte(sig))
 }
 
-// noRedirects is the default client: a webhook that redirects is a
-// misconfiguration, and following it would send the body elsewhere.
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
 // Notify implements Notifier: one POST, bounded by ctx.
 func (w *Webhook) Notify(ctx context.Context, n Notification) error {
 	body, err := json.Marshal(n)
@@ -82,7 +78,9 @@ func (w *Webhook) Notify(ctx context.Context, n Notification) error {
 	req.Header.Set(HeaderSignature, Sign(w.Secret, ts, body))
 	c := w.Client
 	if c == nil {
-		c = noRedirects
+		// A webhook that redirects is a misconfiguration, and following
+		// it would send the body elsewhere.
+		c = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	resp, err := c.Do(req)
 	if err != nil {

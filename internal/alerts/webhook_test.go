@@ -275,3 +275,22 @@ func TestDeliveryRecordsInOrder(t *testing.T) {
 		t.Fatalf("deliveries %+v: want the first sent, the second pending", d)
 	}
 }
+
+// TestWebhookNoRedirect checks that a webhook answering with a redirect
+// is a failed delivery: the body is not sent where it points.
+func TestWebhookNoRedirect(t *testing.T) {
+	const secret = "0123456789abcdef-webhook"
+	h, target := newHook(t, secret)
+	redirect := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
+	defer redirect.Close()
+	w := &Webhook{URL: redirect.URL, Secret: []byte(secret)}
+	err := w.Notify(context.Background(), Notification{Event: EventTest, Alert: Alert{ID: "test"}})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 307") {
+		t.Fatalf("redirecting webhook: %v, want HTTP 307", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.got)+h.bad != 0 {
+		t.Fatal("the notification followed the redirect")
+	}
+}

@@ -35,6 +35,11 @@ func (c *Cluster) startAlerts(ctx, run context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	var chans []string
+	for _, n := range notifiers {
+		chans = append(chans, n.Channel())
+	}
+	c.log.Info("alerts", "interval", time.Duration(cfg.Interval), "channels", chans)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
