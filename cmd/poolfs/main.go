@@ -81,6 +81,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(topCmd(g))
 	root.AddCommand(fsckCmd(g))
 	root.AddCommand(userCmd(g))
+	root.AddCommand(planCmd())
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)
 	addBenchDegraded(root)

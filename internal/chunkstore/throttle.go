@@ -69,9 +69,9 @@ func (m SpeedModel) unlimited() bool {
 	return m.ReadBW <= 0 && m.WriteBW <= 0 && m.IOPS <= 0 && m.Latency <= 0
 }
 
-// service returns how long one I/O of n bytes at bandwidth bw occupies the
+// Service returns how long one I/O of n bytes at bandwidth bw occupies the
 // drive.
-func (m SpeedModel) service(n, bw int64) time.Duration {
+func (m SpeedModel) Service(n, bw int64) time.Duration {
 	d := m.Latency
 	if bw > 0 {
 		d += time.Duration(float64(n) / float64(bw) * float64(time.Second))
@@ -111,7 +111,7 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 // throttled serializes I/Os on a timeline: an I/O arriving at t starts at
-// max(t, busyUntil) and completes service() later; the caller is delayed
+// max(t, busyUntil) and completes Service() later; the caller is delayed
 // until then. The real I/O runs first, overlapping the modelled time.
 type throttled struct {
 	d     Drive
@@ -161,7 +161,7 @@ func (t *throttled) WriteFragment(ctx context.Context, key erasure.FragmentKey, 
 	if err := t.d.WriteFragment(ctx, key, frag); err != nil {
 		return err
 	}
-	return t.wait(ctx, arrival, t.m.service(int64(len(frag)), t.m.WriteBW))
+	return t.wait(ctx, arrival, t.m.Service(int64(len(frag)), t.m.WriteBW))
 }
 
 func (t *throttled) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
@@ -170,7 +170,7 @@ func (t *throttled) ReadFragment(ctx context.Context, key erasure.FragmentKey, o
 	if err != nil {
 		return nil, err
 	}
-	return b, t.wait(ctx, arrival, t.m.service(int64(len(b)), t.m.ReadBW))
+	return b, t.wait(ctx, arrival, t.m.Service(int64(len(b)), t.m.ReadBW))
 }
 
 func (t *throttled) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
@@ -178,7 +178,7 @@ func (t *throttled) DeleteFragment(ctx context.Context, key erasure.FragmentKey)
 	if err := t.d.DeleteFragment(ctx, key); err != nil {
 		return err
 	}
-	return t.wait(ctx, arrival, t.m.service(0, 0))
+	return t.wait(ctx, arrival, t.m.Service(0, 0))
 }
 
 func (t *throttled) ListFragments(ctx context.Context, fn func(key erasure.FragmentKey, size int64, mtime time.Time) error) error {
@@ -193,5 +193,5 @@ func (t *throttled) Sync(ctx context.Context) error {
 	if err := t.d.Sync(ctx); err != nil {
 		return err
 	}
-	return t.wait(ctx, arrival, t.m.service(0, 0))
+	return t.wait(ctx, arrival, t.m.Service(0, 0))
 }

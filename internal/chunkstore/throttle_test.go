@@ -43,10 +43,10 @@ func TestModels(t *testing.T) {
 	if s.ReadBW != m.ReadBW/10 || s.IOPS != m.IOPS/10 || s.Latency != m.Latency*10 {
 		t.Fatalf("Scale(0.1) = %+v from %+v", s, m)
 	}
-	if got, want := s.service(1<<20, s.WriteBW), 10*m.service(1<<20, m.WriteBW); got < want*99/100 || got > want*101/100 {
+	if got, want := s.Service(1<<20, s.WriteBW), 10*m.Service(1<<20, m.WriteBW); got < want*99/100 || got > want*101/100 {
 		t.Fatalf("scaled 1 MiB takes %v, want %v", got, want)
 	}
-	t.Logf("hdd-7200: 1 MiB write %v, 4 KiB read %v", m.service(1<<20, m.WriteBW), m.service(4096, m.ReadBW))
+	t.Logf("hdd-7200: 1 MiB write %v, 4 KiB read %v", m.Service(1<<20, m.WriteBW), m.Service(4096, m.ReadBW))
 	if d := Throttle(newMemDrive(), SpeedModel{Name: "none"}, nil); fmt.Sprintf("%T", d) != "*chunkstore.MemDrive" {
 		t.Fatalf("model none wraps: %T", d)
 	}

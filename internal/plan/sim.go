@@ -1,0 +1,349 @@
+package plan
+
+import (
+	"container/heap"
+	"math"
+
+	"poolfs/internal/placement"
+	"poolfs/internal/recovery"
+)
+
+// The event-driven core of SimulateRebuild. It executes a recovery.Plan
+// the way recovery.Run and the storage servers' rebuild gate do:
+//
+//   - Tasks start in plan order (critical first) when every drive they use
+//     has fewer than Depth tasks and fewer than MaxTasks run in all,
+//     looking up to runWindow tasks past the first that cannot start.
+//   - A task reads its K sources at once, then writes its targets.
+//   - A drive serves one I/O at a time (chunkstore.Throttle): an I/O of n
+//     bytes takes SpeedModel.Service(n, bw).
+//   - A drive is busy while clients use it (storage rebuild gate: a client
+//     I/O in flight or one in the last idleAfter rebuild I/O times). Busy,
+//     it starts at most one rebuild I/O per slot of svc/share seconds, slots
+//     aligned on all drives, only in the first half-svc of a slot and with
+//     no other rebuild I/O of its own in flight; the I/O then queues behind
+//     the client I/O ahead of it. Idle, rebuild takes it whole, idleDepth
+//     I/Os at a time. Client I/O arrives at random (Poisson) at the rate of
+//     the client load, so a drive is busy a fraction
+//     1 - exp(-u·(idleAfter·svc + svc)/svc) of the time, in spells of
+//     (idleAfter+1)·svc drawn at random per drive.
+
+// runWindow is recovery.Run's look-ahead past the first task that cannot
+// start.
+const runWindow = 2048
+
+type event struct {
+	t     float64
+	task  int32 // -1: a slot wake-up of drive
+	drive int32
+}
+
+type events []event
+
+func (e events) Len() int           { return len(e) }
+func (e events) Less(i, j int) bool { return e[i].t < e[j].t }
+func (e events) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *events) Push(x any)        { *e = append(*e, x.(event)) }
+func (e *events) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	*e = old[:len(old)-1]
+	return x
+}
+
+// simDrive is one drive of the simulation.
+type simDrive struct {
+	busy     float64 // fraction of the time clients keep it busy
+	free     float64 // when its queued I/O ends
+	queue    []ioReq // rebuild I/O waiting for admission
+	inflight int     // rebuild I/Os admitted and not done
+	lastSlot int64   // busy drives: the last slot that admitted one
+	wakeAt   float64 // a pending slot wake-up, 0 if none
+	tasks    int     // tasks in flight that use it (recovery.Run's busy count)
+	work     float64 // rebuild service seconds at full speed
+	reads    float64 // rebuild fragments read
+	writes   float64 // rebuild fragments written
+}
+
+type ioReq struct {
+	task int32
+	svc  float64 // service time of the whole (weighted) request
+	n    float64 // real I/Os it stands for
+}
+
+// simTask is a plan task in flight.
+type simTask struct {
+	weight  float64
+	pending int // I/Os of the current phase not yet done
+	writing bool
+}
+
+// sim holds the state of one run.
+type sim struct {
+	now      float64
+	q        events
+	drives   map[placement.DriveID]*simDrive
+	ids      []placement.DriveID // drive of each index in ev.drive
+	index    map[placement.DriveID]int32
+	tasks    []recovery.Task
+	st       []simTask
+	weight   func(t *recovery.Task) float64
+	depth    int
+	maxTasks int
+	inflight int
+	// Pending tasks in plan order: a list through next/prev from head.
+	head       int32
+	next, prev []int32
+	svcRead    float64 // one fragment read
+	svcWrite   float64 // one fragment write
+	period     float64 // slot length on busy drives
+	window     float64 // admission part of a slot
+	wait       float64 // client I/O a busy drive's rebuild I/O queues behind
+	svc        float64 // the gate's mean rebuild I/O time
+	load       float64 // client load (RebuildInput.ClientLoad)
+	doneAt     []float64
+	uses       [][]int32   // drive indexes of each task
+	list       []*simDrive // by index
+}
+
+// taskDrives lists the drives a task reads or writes.
+func taskDrives(t *recovery.Task) []placement.DriveID {
+	out := make([]placement.DriveID, 0, len(t.Sources)+len(t.Targets))
+	for _, src := range t.Sources {
+		out = append(out, src.Drive)
+	}
+	return append(out, t.Targets...)
+}
+
+func (s *sim) drive(id placement.DriveID) (*simDrive, int32) {
+	i, ok := s.index[id]
+	if !ok {
+		i = int32(len(s.ids))
+		s.index[id] = i
+		s.ids = append(s.ids, id)
+		s.drives[id] = &simDrive{lastSlot: -1}
+	}
+	return s.drives[id], i
+}
+
+// submit queues one I/O of task t (standing for n real I/Os of svc each)
+// on drive id.
+func (s *sim) submit(t int32, id placement.DriveID, svc, n float64) {
+	d, i := s.drive(id)
+	d.work += svc * n
+	d.queue = append(d.queue, ioReq{task: t, svc: svc, n: n})
+	s.admit(d, i)
+}
+
+// admit starts the next rebuild I/Os of a drive as the gate allows, or
+// schedules a wake-up at the next slot.
+func (s *sim) admit(d *simDrive, i int32) {
+	for len(d.queue) > 0 {
+		busy := s.isBusy(d, i)
+		if !busy {
+			if d.inflight >= idleDepth {
+				return
+			}
+			r := d.queue[0]
+			d.queue = d.queue[1:]
+			d.inflight++
+			d.free = math.Max(s.now, d.free) + r.svc*r.n
+			heap.Push(&s.q, event{t: d.free, task: r.task, drive: i})
+			continue
+		}
+		if d.inflight > 0 {
+			return
+		}
+		slot := int64(math.Floor(s.now/s.period + 1e-9)) // at a slot start despite rounding
+		phase := max(0, s.now-float64(slot)*s.period)
+		if phase > s.window || d.lastSlot >= slot {
+			at := float64(max(slot+1, d.lastSlot+1)) * s.period
+			if d.wakeAt != at {
+				d.wakeAt = at
+				heap.Push(&s.q, event{t: at, task: -1, drive: i})
+			}
+			return
+		}
+		r := d.queue[0]
+		d.queue = d.queue[1:]
+		d.inflight++
+		// A request standing for n real I/Os takes n slots.
+		n := math.Max(1, math.Round(r.n))
+		d.lastSlot = slot + int64(n) - 1
+		start := math.Max(s.now+s.clientWait(i), d.free)
+		d.free = start + (n-1)*s.period + r.svc*r.n/n
+		heap.Push(&s.q, event{t: d.free, task: r.task, drive: i})
+		return
+	}
+}
+
+// isBusy reports whether drive d (index i) is busy with clients now: the
+// same answer for a whole spell of (idleAfter+1) I/O times.
+func (s *sim) isBusy(d *simDrive, i int32) bool {
+	switch {
+	case d.busy <= 0:
+		return false
+	case d.busy >= 1:
+		return true
+	}
+	spell := uint64(s.now / (s.svc * (idleAfter + 1)))
+	h := spell*0x9e3779b97f4a7c15 ^ uint64(s.ids[i]+1)*0xbf58476d1ce4e5b9
+	h ^= h >> 31
+	h *= 0x94d049bb133111eb
+	h ^= h >> 29
+	return float64(h>>11)/(1<<53) < d.busy
+}
+
+// clientWait draws how long a rebuild I/O admitted on busy drive i now
+// waits behind client I/O: none with probability 1-u (the drive is free),
+// else exponential with the mean wait of a FIFO queue with deterministic
+// service at utilisation u (M/D/1: svc/(2(1-u)) given a wait), one client
+// I/O when saturated.
+func (s *sim) clientWait(i int32) float64 {
+	u := s.load
+	switch {
+	case u <= 0:
+		return 0
+	case u >= 1:
+		return s.svc
+	}
+	h := uint64(s.now*1e6)*0x9e3779b97f4a7c15 ^ uint64(s.ids[i]+1)*0xd1b54a32d192ed03
+	h ^= h >> 31
+	h *= 0x94d049bb133111eb
+	h ^= h >> 29
+	x := float64(h>>11) / (1 << 53)
+	if x >= u {
+		return 0
+	}
+	return -s.svc / (2 * (1 - u)) * math.Log(x/u+1e-12)
+}
+
+// idleDepth is the rebuild I/Os the gate keeps queued on an idle drive.
+const idleDepth = 2
+
+// fits reports whether task ti may start (recovery.Run's rule; the
+// global limit is checked by startTasks).
+func (s *sim) fits(ti int32) bool {
+	if s.inflight == 0 {
+		return true
+	}
+	for _, i := range s.uses[ti] {
+		if s.list[i].tasks >= s.depth {
+			return false
+		}
+	}
+	return true
+}
+
+// startTasks starts every pending task that fits, in plan order.
+func (s *sim) startTasks() {
+	for ti, j := s.head, 0; ti >= 0 && j < runWindow; {
+		if s.maxTasks > 0 && s.inflight >= s.maxTasks {
+			return
+		}
+		t := &s.tasks[ti]
+		if !s.fits(ti) {
+			ti, j = s.next[ti], j+1
+			continue
+		}
+		after := s.next[ti]
+		s.unlink(ti)
+		w := s.weight(t)
+		s.st[ti] = simTask{weight: w, pending: len(t.Sources)}
+		s.inflight++ // a simulated task's real tasks run one after another
+		for j, i := range s.uses[ti] {
+			d := s.list[i]
+			d.tasks++
+			if j < len(t.Sources) {
+				d.reads += w
+			} else {
+				d.writes += w
+			}
+		}
+		for _, src := range t.Sources {
+			s.submit(ti, src.Drive, s.svcRead, w)
+		}
+		if len(t.Sources) == 0 {
+			s.write(ti)
+		}
+		ti = after
+	}
+}
+
+// unlink takes task ti off the pending list.
+func (s *sim) unlink(ti int32) {
+	p, n := s.prev[ti], s.next[ti]
+	if p >= 0 {
+		s.next[p] = n
+	} else {
+		s.head = n
+	}
+	if n >= 0 {
+		s.prev[n] = p
+	}
+}
+
+func (s *sim) write(ti int32) {
+	t, st := &s.tasks[ti], &s.st[ti]
+	st.writing, st.pending = true, len(t.Targets)
+	for _, id := range t.Targets {
+		s.submit(ti, id, s.svcWrite, st.weight)
+	}
+}
+
+// run executes every task and returns when the last one ends.
+func (s *sim) run() {
+	s.st = make([]simTask, len(s.tasks))
+	s.doneAt = make([]float64, len(s.tasks))
+	s.uses = make([][]int32, len(s.tasks))
+	n := int32(len(s.tasks))
+	s.next, s.prev = make([]int32, n), make([]int32, n)
+	s.head = -1
+	if n > 0 {
+		s.head = 0
+	}
+	for i := range n {
+		s.prev[i], s.next[i] = i-1, i+1
+	}
+	if n > 0 {
+		s.next[n-1] = -1
+	}
+	for i := range s.tasks {
+		for _, id := range taskDrives(&s.tasks[i]) {
+			_, di := s.drive(id)
+			s.uses[i] = append(s.uses[i], di)
+		}
+	}
+	for _, id := range s.ids {
+		s.list = append(s.list, s.drives[id])
+	}
+	s.startTasks()
+	for s.q.Len() > 0 {
+		ev := heap.Pop(&s.q).(event)
+		s.now = ev.t
+		d := s.drives[s.ids[ev.drive]]
+		if ev.task < 0 {
+			if d.wakeAt == ev.t {
+				d.wakeAt = 0
+			}
+			s.admit(d, ev.drive)
+			continue
+		}
+		d.inflight--
+		s.admit(d, ev.drive)
+		st := &s.st[ev.task]
+		if st.pending--; st.pending > 0 {
+			continue
+		}
+		if !st.writing {
+			s.write(ev.task)
+			continue
+		}
+		s.doneAt[ev.task] = s.now
+		s.inflight--
+		for _, i := range s.uses[ev.task] {
+			s.list[i].tasks--
+		}
+		s.startTasks()
+	}
+}
