@@ -109,50 +109,73 @@ type Loc struct {
 // erasure.FragmentShard puts it and FragmentSize bytes at least: it is
 // sealed (header and checksums) in place before it is written.
 //
-// Fragments of at most InlineWrite bytes bound for drives served in
+// Fragments of at most inlineWrite bytes bound for drives served in
 // process (chunkstore.InProcess) are written in the calling goroutine,
 // one after another, while the others go out in parallel: a small
-// file's close then waits for no goroutine.
+// file's close then waits for no goroutine. To learn whether a drive is
+// served in process the caller resolves it; once one is not (or does not
+// resolve: a dial, a report of an unreachable drive), the rest are
+// resolved on their goroutines, in parallel, as every large fragment's.
 func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc, frags [][]byte) []error {
 	errs := make([]error, len(targets))
-	write := func(j int, d Drive, err error, frag []byte) {
+	write := func(j int, d Drive, frag []byte) {
 		key := st.Key(targets[j].Index)
-		if err == nil {
-			err = d.WriteFragment(ctx, key, frag)
-		}
+		err := d.WriteFragment(ctx, key, frag)
 		if err != nil {
 			errs[j] = fmt.Errorf("fragment %v on %v: %w", key, targets[j].Drive, err)
 		}
 	}
+	resolve := func(j int) (Drive, bool) {
+		d, err := at(targets[j].Drive)
+		if err != nil {
+			errs[j] = fmt.Errorf("fragment %v on %v: %w", st.Key(targets[j].Index), targets[j].Drive, err)
+		}
+		return d, err == nil
+	}
 	var wg sync.WaitGroup
 	var inline []int
 	ds := make([]Drive, len(targets))
-	des := make([]error, len(targets))
+	local := true // every drive resolved so far is served in process
 	for j, t := range targets {
 		frag := frags[j][:st.FragmentSize()]
 		erasure.SealFragment(frag, st.Header(t.Index))
-		ds[j], des[j] = at(t.Drive)
-		if des[j] == nil && len(frag) <= InlineWrite && chunkstore.IsInProcess(ds[j]) {
-			inline = append(inline, j)
+		if local && len(frag) <= inlineWrite {
+			d, ok := resolve(j)
+			if ok && chunkstore.IsInProcess(d) {
+				ds[j] = d
+				inline = append(inline, j)
+				continue
+			}
+			local = false
+			if !ok {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				write(j, d, frag)
+			}()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			write(j, ds[j], des[j], frag)
+			if d, ok := resolve(j); ok {
+				write(j, d, frag)
+			}
 		}()
 	}
 	for _, j := range inline {
-		write(j, ds[j], nil, frags[j][:st.FragmentSize()])
+		write(j, ds[j], frags[j][:st.FragmentSize()])
 	}
 	wg.Wait()
 	return errs
 }
 
-// InlineWrite is the largest fragment (header included) WriteFragments
+// inlineWrite is the largest fragment (header included) WriteFragments
 // writes in the calling goroutine to a drive served in process: a small
 // file's (up to the default small-file threshold of 64 KiB).
-const InlineWrite = 128 << 10
+const inlineWrite = 128 << 10
 
 // DeleteFragments removes the fragments of st named by targets, in turn,
 // best effort (an uncommitted generation's: the collector removes what is

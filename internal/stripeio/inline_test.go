@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/chunkstore/drivetest"
@@ -60,7 +61,21 @@ func TestWriteFragmentsInline(t *testing.T) {
 			ds := drivetest.NewDrives(6)
 			var mu sync.Mutex
 			writers := map[string]int{}
+			// A remote drive's resolution may dial or report: after the
+			// first, the others resolve at once (drives 1.. wait, up to a
+			// second, until all of them are being resolved).
+			resolving, together := 0, false
 			at := func(id placement.DriveID) (Drive, error) {
+				mu.Lock()
+				resolving++
+				together = together || resolving == len(ds)-1
+				for deadline := time.Now().Add(time.Second); !tc.inProcess && id > 0 && !together && time.Now().Before(deadline); {
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					mu.Lock()
+				}
+				resolving--
+				mu.Unlock()
 				return inProc{Drive: ds[id], inProcess: tc.inProcess, mu: &mu, writers: writers}, nil
 			}
 			st, shards, _ := testStripeUnit(t, tc.n, tc.unit)
@@ -71,6 +86,9 @@ func TestWriteFragmentsInline(t *testing.T) {
 			}
 			if err := errors.Join(WriteFragments(context.Background(), at, st, targets, frags)...); err != nil {
 				t.Fatal(err)
+			}
+			if !tc.inProcess && !together {
+				t.Fatal("remote drives were resolved one after another")
 			}
 			me := goid()
 			if inline := writers[me] == len(shards) && len(writers) == 1; inline != tc.wantInline {
