@@ -274,11 +274,20 @@ func (s *mcState) fail(r *randSource, enclosure bool) float64 {
 	return loss
 }
 
-// monteCarlo fills r's Monte Carlo estimates.
+// monteCarlo fills r's Monte Carlo estimates. The groups of a grouped pool
+// fail independently unless enclosures couple them, so then one group is
+// simulated and its MTTDL divided by the groups (a second failure in
+// another group would otherwise waste most excursions).
 func monteCarlo(in ReliabilityInput, r *Reliability) {
 	trials := in.Trials
 	if trials <= 0 {
 		trials = 200000
+	}
+	units := 1.0
+	if in.Pool.Layout == placement.Grouped && in.EnclosureAFR == 0 {
+		n, g := in.unit()
+		in.Pool.Drives, in.Pool.Preservation, in.Pool.Servers, in.Pool.Enclosures = n, -1, 0, 0
+		units = float64(g)
 	}
 	s := newMC(&in, r)
 	src := &randSource{rng(in.Seed + 1)}
@@ -295,13 +304,13 @@ func monteCarlo(in ReliabilityInput, r *Reliability) {
 	mean := sum / n
 	sd := math.Sqrt(math.Max(0, sum2/n-mean*mean))
 	half := 1.96 * sd / math.Sqrt(n)
-	cycle := 1/start + durs/n
+	cycle := 1/start + durs/n // of one unit
 	r.Trials = trials
-	r.MCMTTDLHours = cycle / mean
-	r.MCMTTDLLow = cycle / (mean + half)
+	r.MCMTTDLHours = cycle / mean / units
+	r.MCMTTDLLow = cycle / (mean + half) / units
 	r.MCMTTDLHigh = math.Inf(1)
 	if mean > half {
-		r.MCMTTDLHigh = cycle / (mean - half)
+		r.MCMTTDLHigh = cycle / (mean - half) / units
 	}
 	perYear := func(h float64) float64 { return -math.Expm1(-HoursPerYear / h) }
 	r.MCLossPerYear, r.MCLossLow, r.MCLossHigh = perYear(r.MCMTTDLHours), perYear(r.MCMTTDLHigh), perYear(r.MCMTTDLLow)

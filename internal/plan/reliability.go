@@ -142,7 +142,7 @@ func lseLoss(in ReliabilityInput) float64 {
 	var critical, drives float64
 	if p.Layout == placement.Grouped {
 		n, g := in.unit()
-		critical, drives = stripes/float64(g), float64(n)
+		critical, drives = stripes/float64(g), float64(n*g) // only group drives hold stripes
 	} else {
 		frac := 1.0 // stripes holding all M failed drives
 		for i := 0.0; i < float64(p.M); i++ {
