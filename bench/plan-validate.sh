@@ -24,9 +24,9 @@ run() { # DRIVES LAYOUT FILL
 }
 run 24 declustered 512M
 run 24 grouped 512M
-run 60 declustered 2G
+run 60 declustered 3G
 run 60 grouped 1G
-run 120 declustered 4G
+run 120 declustered 8G
 run 120 grouped 2G
 for f in "$work"/rebuild-*.json; do
   "$bin" plan rebuild --from-bench "$f"
