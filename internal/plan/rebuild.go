@@ -111,7 +111,7 @@ func SimulateRebuild(in RebuildInput) (RebuildResult, error) {
 	res.WriteSvc = p.Speed.Service(frag, p.Speed.WriteBW).Seconds()
 	s := &sim{
 		drives: map[placement.DriveID]*simDrive{}, index: map[placement.DriveID]int32{},
-		tasks: plan.Tasks, depth: max(1, pol.Depth), maxTasks: pol.MaxTasks,
+		tasks: plan.Tasks, lim: recovery.Limits{Depth: pol.Depth, Max: pol.MaxTasks},
 		svcRead: res.ReadSvc, svcWrite: res.WriteSvc,
 		weight: func(t *recovery.Task) float64 { return f.weight[t.Stripe.PG] },
 	}

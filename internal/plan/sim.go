@@ -11,9 +11,9 @@ import (
 // The event-driven core of SimulateRebuild. It executes a recovery.Plan
 // the way recovery.Run and the storage servers' rebuild gate do:
 //
-//   - Tasks start in plan order (critical first) when every drive they use
-//     has fewer than Depth tasks and fewer than MaxTasks run in all,
-//     looking up to runWindow tasks past the first that cannot start.
+//   - Tasks start as recovery.Run starts them (recovery.Admission, the same
+//     code): in plan order, critical first, when every drive they use has
+//     fewer than Depth tasks and fewer than MaxTasks run in all.
 //   - A task reads its K sources at once, then writes its targets.
 //   - A drive serves one I/O at a time (chunkstore.Throttle): an I/O of n
 //     bytes takes SpeedModel.Service(n, bw).
@@ -27,10 +27,6 @@ import (
 //     the client load, so a drive is busy a fraction
 //     1 - exp(-u·(idleAfter·svc + svc)/svc) of the time, in spells of
 //     (idleAfter+1)·svc drawn at random per drive.
-
-// runWindow is recovery.Run's look-ahead past the first task that cannot
-// start.
-const runWindow = 2048
 
 type event struct {
 	t     float64
@@ -59,7 +55,6 @@ type simDrive struct {
 	inflight int     // rebuild I/Os admitted and not done
 	lastSlot int64   // busy drives: the last slot that admitted one
 	wakeAt   float64 // a pending slot wake-up, 0 if none
-	tasks    int     // tasks in flight that use it (recovery.Run's busy count)
 	work     float64 // rebuild service seconds at full speed
 	reads    float64 // rebuild fragments read
 	writes   float64 // rebuild fragments written
@@ -88,22 +83,18 @@ type sim struct {
 	tasks    []recovery.Task
 	st       []simTask
 	weight   func(t *recovery.Task) float64
-	depth    int
-	maxTasks int
-	inflight int
-	// Pending tasks in plan order: a list through next/prev from head.
-	head       int32
-	next, prev []int32
-	svcRead    float64 // one fragment read
-	svcWrite   float64 // one fragment write
-	period     float64 // slot length on busy drives
-	window     float64 // admission part of a slot
-	wait       float64 // client I/O a busy drive's rebuild I/O queues behind
-	svc        float64 // the gate's mean rebuild I/O time
-	load       float64 // client load (RebuildInput.ClientLoad)
-	doneAt     []float64
-	uses       [][]int32   // drive indexes of each task
-	list       []*simDrive // by index
+	lim      recovery.Limits
+	adm      *recovery.Admission // which task starts next, as recovery.Run decides
+	svcRead  float64             // one fragment read
+	svcWrite float64             // one fragment write
+	period   float64             // slot length on busy drives
+	window   float64             // admission part of a slot
+	wait     float64             // client I/O a busy drive's rebuild I/O queues behind
+	svc      float64             // the gate's mean rebuild I/O time
+	load     float64             // client load (RebuildInput.ClientLoad)
+	doneAt   []float64
+	uses     [][]int32   // drive indexes of each task
+	list     []*simDrive // by index
 }
 
 // taskDrives lists the drives a task reads or writes.
@@ -221,40 +212,20 @@ func (s *sim) clientWait(i int32) float64 {
 // idleDepth is the rebuild I/Os the gate keeps queued on an idle drive.
 const idleDepth = 2
 
-// fits reports whether task ti may start (recovery.Run's rule; the
-// global limit is checked by startTasks).
-func (s *sim) fits(ti int32) bool {
-	if s.inflight == 0 {
-		return true
-	}
-	for _, i := range s.uses[ti] {
-		if s.list[i].tasks >= s.depth {
-			return false
-		}
-	}
-	return true
-}
-
-// startTasks starts every pending task that fits, in plan order.
+// startTasks starts every pending task that recovery.Run would start now
+// (recovery.Admission).
 func (s *sim) startTasks() {
-	for ti, j := s.head, 0; ti >= 0 && j < runWindow; {
-		if s.maxTasks > 0 && s.inflight >= s.maxTasks {
+	for {
+		i, ok := s.adm.Next(s.lim)
+		if !ok {
 			return
 		}
+		ti := int32(i)
 		t := &s.tasks[ti]
-		if !s.fits(ti) {
-			ti, j = s.next[ti], j+1
-			continue
-		}
-		after := s.next[ti]
-		s.unlink(ti)
 		w := s.weight(t)
 		s.st[ti] = simTask{weight: w, pending: len(t.Sources)}
-		s.inflight++ // a simulated task's real tasks run one after another
-		for j, i := range s.uses[ti] {
-			d := s.list[i]
-			d.tasks++
-			if j < len(t.Sources) {
+		for j, x := range s.uses[ti] {
+			if d := s.list[x]; j < len(t.Sources) {
 				d.reads += w
 			} else {
 				d.writes += w
@@ -266,20 +237,6 @@ func (s *sim) startTasks() {
 		if len(t.Sources) == 0 {
 			s.write(ti)
 		}
-		ti = after
-	}
-}
-
-// unlink takes task ti off the pending list.
-func (s *sim) unlink(ti int32) {
-	p, n := s.prev[ti], s.next[ti]
-	if p >= 0 {
-		s.next[p] = n
-	} else {
-		s.head = n
-	}
-	if n >= 0 {
-		s.prev[n] = p
 	}
 }
 
@@ -296,18 +253,7 @@ func (s *sim) run() {
 	s.st = make([]simTask, len(s.tasks))
 	s.doneAt = make([]float64, len(s.tasks))
 	s.uses = make([][]int32, len(s.tasks))
-	n := int32(len(s.tasks))
-	s.next, s.prev = make([]int32, n), make([]int32, n)
-	s.head = -1
-	if n > 0 {
-		s.head = 0
-	}
-	for i := range n {
-		s.prev[i], s.next[i] = i-1, i+1
-	}
-	if n > 0 {
-		s.next[n-1] = -1
-	}
+	s.adm = recovery.NewAdmission(s.tasks)
 	for i := range s.tasks {
 		for _, id := range taskDrives(&s.tasks[i]) {
 			_, di := s.drive(id)
@@ -340,10 +286,7 @@ func (s *sim) run() {
 			continue
 		}
 		s.doneAt[ev.task] = s.now
-		s.inflight--
-		for _, i := range s.uses[ev.task] {
-			s.list[i].tasks--
-		}
+		s.adm.Done(int(ev.task))
 		s.startTasks()
 	}
 }

@@ -103,7 +103,10 @@
 //
 // Run starts tasks in plan order, keeping up to Limits.Depth tasks per
 // drive (and Limits.Max over the pool) in flight: enough that every drive
-// always has rebuild work waiting. It does not pace the I/O itself. A task
+// always has rebuild work waiting. Which task starts next is decided by
+// Admission, a pure type that the rebuild simulation of `poolfs plan`
+// (internal/plan) runs too, so the simulated and the real rebuild start
+// tasks by the same code. It does not pace the I/O itself. A task
 // runs on a storage server (storage.Reconstruct), whose rebuild gate admits
 // each of the task's reads and writes separately, per drive: a source is
 // free for the next task as soon as its fragment is read, and the target

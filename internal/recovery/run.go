@@ -24,10 +24,6 @@ type Limits struct {
 	Max   int
 }
 
-// window is how far past the first task not yet started Run looks for one
-// whose drives have room; it keeps the critical-first order nearly intact.
-const window = 2048
-
 // Run executes tasks, most urgent (first) first, launching a task when
 // every drive it reads or writes has fewer than Depth tasks in flight (and
 // fewer than Max tasks run in all). When the first pending task cannot
@@ -40,50 +36,26 @@ const window = 2048
 // not to the result).
 func Run(ctx context.Context, tasks []Task, limits func() Limits, do func(ctx context.Context, t *Task) error, done func(t *Task, err error)) error {
 	type result struct {
-		t   *Task
+		i   int
 		err error
 	}
 	results := make(chan result)
-	busy := map[placement.DriveID]int{}
-	inflight := 0
+	adm := NewAdmission(tasks) // which task starts next
 	finish := func(r result) {
-		inflight--
-		for _, d := range taskDrives(r.t) {
-			busy[d]--
-		}
+		adm.Done(r.i)
 		if done != nil {
-			done(r.t, r.err)
+			done(&tasks[r.i], r.err)
 		}
-	}
-	pending := make([]int, len(tasks))
-	for i := range pending {
-		pending[i] = i
 	}
 	lim, limAt := limits(), time.Now()
-	fits := func(t *Task) bool {
-		for _, d := range taskDrives(t) {
-			if busy[d] >= max(1, lim.Depth) {
-				return false
-			}
-		}
-		return true
-	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for len(pending) > 0 && ctx.Err() == nil {
+	for adm.Pending() > 0 && ctx.Err() == nil {
 		if time.Since(limAt) >= 200*time.Millisecond {
 			lim, limAt = limits(), time.Now()
 		}
-		pick := -1
-		if lim.Max <= 0 || inflight < lim.Max {
-			for j := 0; j < len(pending) && j < window; j++ {
-				if inflight == 0 || fits(&tasks[pending[j]]) {
-					pick = j
-					break
-				}
-			}
-		}
-		if pick < 0 {
+		i, ok := adm.Next(lim)
+		if !ok {
 			select {
 			case r := <-results:
 				finish(r)
@@ -91,15 +63,9 @@ func Run(ctx context.Context, tasks []Task, limits func() Limits, do func(ctx co
 			}
 			continue
 		}
-		t := &tasks[pending[pick]]
-		pending = append(pending[:pick], pending[pick+1:]...)
-		for _, d := range taskDrives(t) {
-			busy[d]++
-		}
-		inflight++
-		go func() { results <- result{t, do(ctx, t)} }()
+		go func() { results <- result{i, do(ctx, &tasks[i])} }()
 	}
-	for inflight > 0 {
+	for adm.InFlight() > 0 {
 		finish(<-results)
 	}
 	return ctx.Err()
