@@ -28,6 +28,5 @@ run 60 declustered 3G
 run 60 grouped 1G
 run 120 declustered 8G
 run 120 grouped 2G
-for f in "$work"/rebuild-*.json; do
-  "$bin" plan rebuild --from-bench "$f"
-done
+files=("$work"/rebuild-*.json)
+"$bin" plan rebuild --from-bench "$(IFS=,; echo "${files[*]}")"
