@@ -137,7 +137,9 @@
 // hold; HostFree is what the host file system has left. Written counts the
 // bytes written to store fragments since Open (fragments and segment
 // record headers, every write, whoever asked for it), which is what write
-// amplification is measured with.
+// amplification is measured with; Reads, ReadBytes and Writes count the
+// reads that succeeded, their bytes and the fragments stored, the drive's
+// load as the dashboard charts it.
 //
 // # Direct I/O
 //

@@ -47,7 +47,7 @@ func chartSVG(title string, lines []line, from, to time.Time, format func(float6
 	}
 	fmt.Fprintf(&b, `<text x="%g" y="%g" class="ax">%s</text>`, left, h-6, html.EscapeString(ago(to.Sub(from))))
 	fmt.Fprintf(&b, `<text x="%g" y="%g" class="ax" text-anchor="end">now</text>`, w-right, h-6)
-	lx := left + 120
+	lx := left + 16 + 7.5*float64(len(title))
 	for _, l := range lines {
 		fmt.Fprintf(&b, `<text x="%g" y="14" class="lg" fill="%s">■ %s</text>`, lx, l.Color, html.EscapeString(l.Label))
 		lx += 14 + 8*float64(len(l.Label))

@@ -233,7 +233,19 @@ var funcs = template.FuncMap{
 	"when":    func(t time.Time) string { return t.Format("2006-01-02 15:04:05") },
 	"whenNS":  func(ns int64) string { return time.Unix(0, ns).Format("2006-01-02 15:04:05") },
 	"dur":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"lat":     latency,
 	"ms":      func(sec float64) string { return strconv.FormatFloat(sec*1000, 'f', 1, 64) + " ms" },
+}
+
+// latency formats a probe's duration to three significant digits or so.
+func latency(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 100*time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 func pct(a, b float64) float64 {

@@ -66,7 +66,11 @@ type user struct {
 type Users struct {
 	path string
 	cost int
-	mu   struct {
+	// dummyHash (made once, dummyOnce) is what an unknown name is
+	// checked against.
+	dummyOnce sync.Once
+	dummyHash []byte
+	mu        struct {
 		sync.Mutex
 		users map[string]user
 		stamp string // fileStamp of the file read
@@ -262,9 +266,15 @@ func (u *Users) List() (map[string]Role, error) {
 	return out, nil
 }
 
-// dummyHash is compared against when the user does not exist, so that a
-// wrong name takes as long as a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("not a password of anyone"), bcrypt.MinCost)
+// dummy returns a hash at the file's cost, compared against when the
+// user does not exist, so that a wrong name takes as long as a wrong
+// password.
+func (u *Users) dummy() []byte {
+	u.dummyOnce.Do(func() {
+		u.dummyHash, _ = bcrypt.GenerateFromPassword([]byte(GeneratePassword()), u.cost)
+	})
+	return u.dummyHash
+}
 
 // Verify checks a user's password and returns the user's role. It returns
 // ErrBadLogin for an unknown user or a wrong password alike.
@@ -283,7 +293,7 @@ func (u *Users) verify(name, password string) (Role, string, error) {
 		return "", "", err
 	}
 	if !ok {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(u.dummy(), []byte(password))
 		return "", "", ErrBadLogin
 	}
 	if bcrypt.CompareHashAndPassword([]byte(x.Hash), []byte(password)) != nil {

@@ -51,6 +51,13 @@
 // it has left is a host.space-low event (hostspace.go); pool create
 // refuses such drives unless forced.
 //
+// For the dashboard (driveio.go, striping.go): DriveIO reports the drives'
+// I/O counters and probe latency without a status pass, cheap enough to be
+// sampled every second; Striping scans every stripe record for files
+// striped over too few drives (narrower than their pool's scheme, or on
+// far fewer drives than placement spreads that many stripes over), and is
+// meant to be run seldom.
+//
 // Pool limits (admission.go). Each health pass sets every pool's limit in
 // the metadata store to what it can still take before its fullest drive
 // reaches its client write limit (clustermap.Map.WriteLimits, the room a
