@@ -122,11 +122,11 @@ func opsPerSec(n float64) string {
 }
 
 // timeToFull extrapolates the used bytes of points (a least-squares line
-// through those with data) to capacity. ok is false without a growth
-// trend (fewer than two points, flat or shrinking use).
-func timeToFull(points []history.Point, capacity float64, now time.Time) (time.Duration, float64, bool) {
+// through those with data) from used, the use now, to capacity. ok is
+// false without a growth trend (fewer than two points, flat or shrinking
+// use).
+func timeToFull(points []history.Point, used, capacity float64, now time.Time) (time.Duration, float64, bool) {
 	var n, sx, sy, sxx, sxy float64
-	var last float64
 	for _, p := range points {
 		if math.IsNaN(p.V) {
 			continue
@@ -137,7 +137,6 @@ func timeToFull(points []history.Point, capacity float64, now time.Time) (time.D
 		sy += p.V
 		sxx += t * t
 		sxy += t * p.V
-		last = p.V
 	}
 	if n < 2 || n*sxx-sx*sx == 0 {
 		return 0, 0, false
@@ -146,6 +145,6 @@ func timeToFull(points []history.Point, capacity float64, now time.Time) (time.D
 	if slope <= 0 {
 		return 0, slope, false
 	}
-	left := max(0, capacity-last)
+	left := max(0, capacity-used)
 	return time.Duration(left / slope * float64(time.Second)), slope, true
 }

@@ -33,12 +33,15 @@ func (f *fakeCluster) Calls() []string {
 }
 
 func (f *fakeCluster) Status(ctx context.Context) (*mgmt.Status, error) {
-	st := &mgmt.Status{Name: "test", Epoch: 3, Health: mgmt.HealthOK,
-		Pools: []mgmt.PoolStatus{{ID: 0, Name: "default", Scheme: "4+2", Health: mgmt.HealthOK, Drives: 6, DrivesUp: 6}}}
+	st := &mgmt.Status{Name: "test", Epoch: 3, Health: mgmt.HealthDegraded,
+		Pools: []mgmt.PoolStatus{{ID: 0, Name: "default", Scheme: "4+2", Health: mgmt.HealthDegraded, Drives: 6, DrivesUp: 5,
+			Capacity: clustermap.Capacity{Raw: 6 << 30, UsableRaw: 100 << 30}, UsedRaw: 40 << 30,
+			Notes: []string{"drive d05 down: declared failed and rebuilt in 9m0s unless it answers"}}}}
 	for i := range 6 {
 		st.Drives = append(st.Drives, mgmt.DriveStatus{ID: placement.DriveID(i).String(), Server: "s0", State: clustermap.StateUp,
 			Capacity: 1 << 30, Used: 1 << 28})
 	}
+	st.Drives[5].State, st.Drives[5].GraceLeft = clustermap.StateDown, 540
 	return st, nil
 }
 

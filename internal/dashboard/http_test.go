@@ -419,3 +419,28 @@ func TestAnalyticsNarrowFiles(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOverviewFromStatusAndHistory: the overview shows the status (health
+// in its colour with the reason, a down drive with its countdown) and the
+// trend and time to full from the history of the pool's use.
+func TestOverviewFromStatusAndHistory(t *testing.T) {
+	f := newFixture(t, false)
+	now := f.clock.Now()
+	for i := range 600 { // 1 GiB more every hour for the last ten hours
+		used := float64(30<<30) + float64(i)*float64(1<<30)/60
+		f.srv.hist.Add("pool/default/used", now.Add(time.Duration(i-599)*time.Minute), used)
+	}
+	c := f.client(t)
+	f.login(t, c, "viewer", viewerPW)
+	_, page := get(t, c, f.ts.URL+"/")
+	for _, want := range []string{
+		`class="health orange"`, "drive d05 down: declared failed and rebuilt in 9m0s",
+		`id="drive-d05" data-state="down"`, "down: failed in 9m0s unless it answers",
+		"<td>24.0 GiB/day</td>", // the trend
+		"<td>2.5 days</td>",     // (100 GiB usable - 40 GiB used) at 24 GiB a day
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the overview lacks %q", want)
+		}
+	}
+}

@@ -184,8 +184,8 @@ func (s *Server) poolView(p mgmt.PoolStatus, m *clustermap.Map, now time.Time, w
 	for _, tw := range []time.Duration{24 * time.Hour, 30 * 24 * time.Hour} {
 		tier, from := window(now, tw)
 		pts := s.hist.Query(used, tier, from, now)
-		if d, slope, ok := timeToFull(pts, float64(p.Capacity.UsableRaw), now); ok {
-			pv.Trend = "+" + human(slope*86400) + "/day"
+		if d, slope, ok := timeToFull(pts, float64(p.UsedRaw), float64(p.Capacity.UsableRaw), now); ok {
+			pv.Trend = human(slope*86400) + "/day"
 			pv.TimeToFull = roundDays(d)
 			break
 		} else if known(pts) >= 2 {
@@ -211,8 +211,10 @@ func roundDays(d time.Duration) string {
 	switch {
 	case d > 365*24*time.Hour:
 		return "over a year"
-	case d > 48*time.Hour:
+	case d > 10*24*time.Hour:
 		return fmt.Sprintf("%.0f days", d.Hours()/24)
+	case d > 48*time.Hour:
+		return fmt.Sprintf("%.1f days", d.Hours()/24)
 	}
 	return d.Round(time.Minute).String()
 }

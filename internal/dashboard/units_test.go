@@ -117,12 +117,12 @@ func TestTimeToFull(t *testing.T) {
 		}
 		pts = append(pts, history.Point{T: now.Add(time.Duration(i-59) * time.Minute), V: v})
 	}
-	d, slope, ok := timeToFull(pts, 159*(1<<20), now)
+	d, slope, ok := timeToFull(pts, 59*(1<<20), 159*(1<<20), now)
 	if !ok || math.Abs(slope-(1<<20)/60.0) > 1 || (d-100*time.Minute).Abs() > time.Second {
 		t.Fatalf("time to full %v slope %v ok %v, want 100m at 1 MiB/min", d, slope, ok)
 	}
 	flat := []history.Point{{T: now.Add(-time.Minute), V: 5}, {T: now, V: 5}}
-	if _, _, ok := timeToFull(flat, 10, now); ok {
+	if _, _, ok := timeToFull(flat, 5, 10, now); ok {
 		t.Fatal("a flat use has a time to full")
 	}
 }
