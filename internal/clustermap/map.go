@@ -44,6 +44,10 @@ type Drive struct {
 type Server struct {
 	ID   string `json:"id"`
 	Addr string `json:"addr"`
+	// Rack and Enclosure are the server's failure-domain labels ("" when
+	// not given); its drives' Domain is {Rack, Enclosure, ID}.
+	Rack      string `json:"rack,omitempty"`
+	Enclosure string `json:"enclosure,omitempty"`
 }
 
 // Pool is one pool of drives with its protection scheme.

@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestTokenRoundTripAndJoin(t *testing.T) {
+	first := t.TempDir() + "/first"
+	tok, err := Create(first, "lab", "198.18.0.1:9401")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(first, "lab", "198.18.0.1:9401"); err == nil {
+		t.Fatal("Create made a second cluster in one directory")
+	}
+	got, err := ParseToken(tok.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Mgmt != tok.Mgmt || got.ID != tok.ID || string(got.Secret) != string(tok.Secret) {
+		t.Fatalf("token round trip: %+v, want %+v", got, tok)
+	}
+	other := t.TempDir() + "/other"
+	if err := Join(other, got); err != nil {
+		t.Fatal(err)
+	}
+	info, secret, err := ReadInfo(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mgmt != tok.Mgmt || string(secret) != string(tok.Secret) {
+		t.Fatalf("joined directory has %+v", info)
+	}
+	if back, err := ReadToken(other); err != nil || back.String() != tok.String() {
+		t.Fatalf("ReadToken of a joined directory: %v", err)
+	}
+	// A directory of another cluster is refused.
+	stranger, err := Create(t.TempDir()+"/stranger", "", "198.18.0.9:9401")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Join(other, stranger); err == nil {
+		t.Fatal("joined a directory of one cluster to another")
+	}
+}
+
+func TestParseTokenRejects(t *testing.T) {
+	good := Token{Mgmt: "10.0.0.1:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}
+	for name, s := range map[string]string{
+		"empty":     "",
+		"no prefix": "abc",
+		"not b64":   tokenPrefix + "!!!",
+		"not json":  tokenPrefix + "YWJj",
+		"no port":   Token{Mgmt: "10.0.0.1", ID: good.ID, Secret: good.Secret}.String(),
+		"short id":  Token{Mgmt: good.Mgmt, ID: "ab", Secret: good.Secret}.String(),
+		"short key": Token{Mgmt: good.Mgmt, ID: good.ID, Secret: []byte("x")}.String(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ParseToken(s); !errors.Is(err, ErrBadToken) {
+				t.Fatalf("ParseToken(%q) = %v, want ErrBadToken", s, err)
+			}
+		})
+	}
+}
+
+func FuzzParseToken(f *testing.F) {
+	f.Add(Token{Mgmt: "10.0.0.1:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}.String())
+	f.Add(tokenPrefix + "e30")
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := ParseToken(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseToken(tok.String())
+		if err != nil || again.String() != tok.String() {
+			t.Fatalf("a parsed token does not round trip: %v", err)
+		}
+	})
+}
