@@ -186,6 +186,10 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		err = s.DriveDown(ctx, id, fmt.Sprintf("too slow (%s, down after %v)", desc, s.slow.p.DownAfter))
 	case perr == nil && d.State == clustermap.StateDown && !slow:
 		err = s.DriveUp(ctx, id, "answers again")
+	case perr != nil && d.State == clustermap.StateUp && errors.Is(perr, rpc.ErrUnavailable):
+		// Its server does not answer: none of the server's drives can be
+		// reached (servers.go).
+		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("does not answer: %v", perr))
 	case perr != nil && d.State == clustermap.StateUp && unreachable(perr):
 		err = s.DriveDown(ctx, id, fmt.Sprintf("does not answer: %v", perr))
 	case errors.Is(perr, chunkstore.ErrFailed):
