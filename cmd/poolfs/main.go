@@ -82,6 +82,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(fsckCmd(g))
 	root.AddCommand(userCmd(g))
 	root.AddCommand(planCmd())
+	root.AddCommand(clusterCmd(g), mgmtCmd(g), storageCmd(g))
 	addPoolSet(root, g)
 	addBenchRebuild(root, g)
 	addBenchDegraded(root)

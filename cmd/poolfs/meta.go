@@ -19,7 +19,7 @@ import (
 // metaCmd runs a stand-alone, stateless metadata server over a shared
 // PostgreSQL store. Any number of them may serve one store.
 func metaCmd(g *globals) *cobra.Command {
-	var db, listen string
+	var db, listen, join, advertise string
 	cmd := &cobra.Command{
 		Use:   "meta",
 		Short: "Run a stand-alone metadata server over a shared PostgreSQL store",
@@ -28,7 +28,16 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnPasswordArg("--db", db)
-			_, secret, err := cluster.ReadInfo(g.dir)
+			if join != "" {
+				t, err := cluster.ParseToken(join)
+				if err != nil {
+					return err
+				}
+				if err := cluster.Join(g.dir, t); err != nil {
+					return err
+				}
+			}
+			info, secret, err := cluster.ReadInfo(g.dir)
 			if err != nil {
 				return err
 			}
@@ -47,6 +56,15 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 				return err
 			}
 			fmt.Printf("poolfs meta: serving %s %s on %s\n", eng.Dialect().Name, postgres.Redact(db), ln.Addr())
+			if info.Meta == "" { // a machine that joined: clients find it through the map
+				if advertise == "" {
+					advertise = ln.Addr().String()
+				}
+				if err := cluster.AnnounceMeta(cmd.Context(), g.dir, advertise); err != nil {
+					ln.Close()
+					return err
+				}
+			}
 			go func() {
 				<-cmd.Context().Done()
 				srv.Close()
@@ -58,6 +76,8 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 	cmd.Flags().StringVar(&db, "db", "", "PostgreSQL connection string of the shared metadata store (required; postgres://user@host/db or service=NAME, "+
 		"the password by PGPASSWORD, ~/.pgpass or a service file: see docs/postgres.md)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9402", "RPC address")
+	cmd.Flags().StringVar(&join, "join", "", "join token (from `poolfs cluster create`): join the cluster of several machines first; the server then announces itself to its management service")
+	cmd.Flags().StringVar(&advertise, "advertise", "", "address clients reach this server at, announced to the management service of a joined cluster (default: --listen)")
 	_ = cmd.MarkFlagRequired("db")
 	return cmd
 }

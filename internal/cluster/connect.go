@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,7 +35,13 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		return nil, fmt.Errorf("cluster: connect to %s (is `poolfs up` running?): %w", info.Mgmt, err)
 	}
 	metaRC := mrc
-	if info.Meta != info.Mgmt {
+	if info.Meta == "" { // a machine that joined: the map names the metadata servers
+		metaRC, err = dialMeta(ctx, mgmt.NewClient(mrc), secret)
+		if err != nil {
+			mrc.Close()
+			return nil, err
+		}
+	} else if info.Meta != info.Mgmt {
 		metaRC, err = rpc.Dial(info.Meta, secret, rpc.ClientOptions{Errors: metarpc.Errors()})
 		if err != nil {
 			mrc.Close()
@@ -58,6 +65,44 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	// Drives that do not answer are reported to the failure detector.
 	c.Client = client.New(c.Meta, c.Mgmt, mgmt.ReportingDrives(dialer, c.Mgmt), opts)
 	return c, nil
+}
+
+// dialMeta connects to the first metadata server of the map that answers.
+func dialMeta(ctx context.Context, mc *mgmt.Client, secret []byte) (*rpc.Client, error) {
+	m, err := mc.Map(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: read the cluster map: %w", err)
+	}
+	if len(m.Meta) == 0 {
+		return nil, fmt.Errorf("cluster: no metadata server has joined the cluster yet (poolfs meta --join TOKEN)")
+	}
+	var errs []error
+	for _, addr := range m.Meta {
+		rc, err := rpc.Dial(addr, secret, rpc.ClientOptions{Errors: metarpc.Errors()})
+		if err == nil {
+			return rc, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return nil, fmt.Errorf("cluster: no metadata server answers: %w", errors.Join(errs...))
+}
+
+// AnnounceMeta tells the management service of the cluster of dir that a
+// metadata server serves at addr (clients find it in the map).
+func AnnounceMeta(ctx context.Context, dir, addr string) error {
+	info, secret, err := ReadInfo(dir)
+	if err != nil {
+		return err
+	}
+	rc, err := rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: allErrors()})
+	if err != nil {
+		return fmt.Errorf("cluster: reach the management service at %s: %w", info.Mgmt, err)
+	}
+	defer rc.Close()
+	if err := mgmt.NewClient(rc).RegisterMeta(ctx, addr); err != nil {
+		return fmt.Errorf("cluster: announce metadata server %s: %w", addr, err)
+	}
+	return nil
 }
 
 // Close closes the connections.

@@ -209,22 +209,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := writeInfo(cfg.Dir, Info{Name: m.Name, Mgmt: c.Addr, Meta: c.Addr, PID: os.Getpid()}); err != nil {
 		return err
 	}
-	c.wg.Add(2)
-	c.collectLoop(gctx)
-	c.every(gctx, c.Config.MetaCheckInterval, c.checkStore)
+	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		c.Store.ReapSessions(gctx, c.Config.GCInterval)
 	}()
-	c.Mgmt.UpdatePoolLimits(ctx) // what the drives can take, before the first pass of the limit loop
-	c.every(gctx, c.Config.HealthInterval, c.checkHealth)
-	// Pool limits apart from the failure detector, so that a slow drive's
-	// usage query never delays it.
-	c.every(gctx, c.Config.HealthInterval, c.Mgmt.UpdatePoolLimits)
-	go func() {
-		defer c.wg.Done()
-		c.Mgmt.RunCoordinator(gctx, c.Config.RebuildInterval)
-	}()
+	mgmtLoops{svc: c.Mgmt, store: c.Store, log: c.log, health: c.checkHealth, gc: cfg.GCInterval, metaCheck: cfg.MetaCheckInterval,
+		healthEvery: cfg.HealthInterval, rebuild: cfg.RebuildInterval}.start(gctx, &c.wg)
 	return nil
 }
 
@@ -362,67 +353,6 @@ func (c *Cluster) applyMap(m *clustermap.Map) error {
 		c.storage.SetDrive(id, d)
 	}
 	return err
-}
-
-// every runs fn every interval on a goroutine of the cluster until ctx ends.
-func (c *Cluster) every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				fn(ctx)
-			}
-		}
-	}()
-}
-
-// gcBacklog is the GC queue length (replaced generations, each up to a
-// stripe's fragments) that starts a collector pass before GCInterval has
-// passed: a writer that replaces stripes fast (folds of the delta log,
-// rewrites) leaves at most about that much garbage on the drives for
-// longer than gcTick, not GCInterval's worth.
-const (
-	gcBacklog = 16
-	gcTick    = time.Second
-)
-
-// collectLoop runs the collector every GCInterval, and sooner, at the
-// next gcTick, when the queue holds gcBacklog items.
-func (c *Cluster) collectLoop(ctx context.Context) {
-	last := time.Now()
-	c.every(ctx, min(gcTick, c.Config.GCInterval), func(ctx context.Context) {
-		if time.Since(last) < c.Config.GCInterval {
-			if items, err := c.Store.GCList(ctx, gcBacklog); err != nil || len(items) < gcBacklog {
-				return
-			}
-		}
-		c.collect(ctx)
-		last = time.Now()
-	})
-}
-
-// collect is one pass of the fragment garbage collector.
-func (c *Cluster) collect(ctx context.Context) {
-	if rep, err := c.Mgmt.GC(ctx, mgmt.GCArgs{}); err != nil {
-		c.log.Warn("gc", "err", err)
-	} else if rep.Fragments > 0 {
-		c.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
-	}
-}
-
-// checkStore checks the metadata store's integrity (every
-// MetaCheckInterval); a failed check stops fragment deletion
-// (mgmt.Service.CheckStore).
-func (c *Cluster) checkStore(ctx context.Context) {
-	if err := c.Mgmt.CheckStore(ctx, true); err != nil && ctx.Err() == nil {
-		c.log.Error("metadata store check", "err", err)
-	}
 }
 
 // Close stops every service; committed data is durable already.

@@ -3,12 +3,14 @@ package mgmt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
@@ -283,7 +285,52 @@ func (r *Registry) CreatePool(ctx context.Context, spec PoolOfServers) (*cluster
 			return nil, err
 		}
 	}
-	return m, nil
+	return m, r.awaitServed(ctx, m, poolID)
+}
+
+// servedWithin is how long CreatePool waits for the storage servers to
+// serve the pool's drives (they learn their IDs at their next
+// registration).
+const servedWithin = 15 * time.Second
+
+// awaitServed waits until every drive of the pool answers through its
+// storage server, so that the pool takes writes once CreatePool returns.
+func (r *Registry) awaitServed(ctx context.Context, m *clustermap.Map, poolID uint32) error {
+	if r.svc.drives == nil {
+		return nil
+	}
+	p, err := m.Pool(poolID)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(servedWithin)
+	for _, id := range p.Drives {
+		for {
+			err := r.probeDrive(ctx, m, id)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pool %s made, but drive %v does not answer through its server yet: %w", p.Name, id, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Registry) probeDrive(ctx context.Context, m *clustermap.Map, id placement.DriveID) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	d, err := r.svc.drives.Drive(m, id)
+	if err == nil {
+		_, err = d.Stat(ctx)
+	}
+	return err
 }
 
 // RegisterMeta adds a metadata server's address to the map, where clients
@@ -364,4 +411,48 @@ func (c *Client) CreatePoolOfServers(ctx context.Context, spec PoolOfServers) (*
 // RegisterMeta announces a metadata server (Registry.RegisterMeta).
 func (c *Client) RegisterMeta(ctx context.Context, addr string) error {
 	return c.rc.Call(ctx, "mgmt.RegisterMeta", addr, nil, nil)
+}
+
+// ServerDown marks every up drive of a storage server down in one map
+// epoch: the server itself does not answer (its connections are refused or
+// dropped), so none of its drives can be reached, and a client placing a
+// stripe again must not pick another of them. Each drive comes back up on
+// its own once a probe reaches it (CheckDrives), within its pool's grace.
+func (s *Service) ServerDown(ctx context.Context, server, reason string) error {
+	var ids []placement.DriveID
+	m, err := s.Update(ctx, func(m *clustermap.Map) error {
+		ids = ids[:0]
+		now := time.Now()
+		for _, d := range m.Drives {
+			if d.Server != server || d.State != clustermap.StateUp {
+				continue
+			}
+			if _, err := m.SetState(d.ID, clustermap.StateDown, now); err != nil {
+				return err
+			}
+			ids = append(ids, d.ID)
+		}
+		if len(ids) == 0 {
+			return errUnchanged
+		}
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mark server %s down: %w", server, err)
+	}
+	for _, id := range ids {
+		grace := clustermap.DefaultDownGrace
+		if d, err := m.Drive(id); err == nil {
+			if p, err := m.Pool(d.Pool); err == nil {
+				grace = p.Grace()
+			}
+		}
+		s.event(ctx, EventDriveDown, id.String(), fmt.Sprintf("server %s %s; map epoch %d; declared failed unless it answers within %v",
+			server, reason, m.Epoch, grace), 0)
+	}
+	s.kickRebuild()
+	return nil
 }

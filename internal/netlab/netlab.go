@@ -134,6 +134,14 @@ func (h *Host) Command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// CommandAs is Command run as user uid, group gid (nsenter enters the
+// namespace as root, then changes user).
+func (h *Host) CommandAs(uid, gid int, name string, args ...string) *exec.Cmd {
+	cmd := h.Command(name, args...)
+	cmd.Args = append([]string{cmd.Args[0], cmd.Args[1], "--setuid=" + strconv.Itoa(uid), "--setgid=" + strconv.Itoa(gid)}, cmd.Args[2:]...)
+	return cmd
+}
+
 // Dial connects from the host to addr (an IP address and port: no name is
 // resolved inside a host).
 func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -143,16 +151,14 @@ func (h *Host) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 	}
 	ch := make(chan result, 1)
 	go func() {
-		// The thread enters the namespace and is never given back to the
-		// scheduler: a goroutine that exits locked takes its thread with it.
-		runtime.LockOSThread()
-		if err := enter(h.NS); err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		ch <- result{c, err}
+		var r result
+		r.err = inNS(h.NS, func() error {
+			var d net.Dialer
+			var err error
+			r.c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		ch <- r
 	}()
 	r := <-ch
 	return r.c, r.err
@@ -166,29 +172,46 @@ func (h *Host) Listen(network, addr string) (net.Listener, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked, as in Dial
-		if err := enter(h.NS); err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		l, err := net.Listen(network, addr)
-		ch <- result{l, err}
+		var r result
+		r.err = inNS(h.NS, func() error {
+			var err error
+			r.l, err = net.Listen(network, addr)
+			return err
+		})
+		ch <- r
 	}()
 	r := <-ch
 	return r.l, r.err
 }
 
-// enter moves the calling OS thread into a network namespace.
-func enter(ns string) error {
+// inNS runs fn on an OS thread that entered network namespace ns (sockets
+// fn makes belong to it), then moves the thread back. A thread that cannot
+// move back is never given back to the scheduler: its goroutine exits
+// locked, which ends the thread. (Threads must not end otherwise: a child
+// started with Pdeathsig from a thread that ends is killed.)
+func inNS(ns string, fn func() error) error {
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("netlab: %w", err)
+	}
+	defer self.Close()
 	f, err := os.Open(nsPath(ns))
 	if err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("netlab: %w", err)
 	}
 	defer f.Close()
 	if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
 		return fmt.Errorf("netlab: enter %s: %w", ns, err)
 	}
-	return nil
+	ferr := fn()
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err == nil {
+		runtime.UnlockOSThread()
+	}
+	return ferr
 }
 
 // LinkDown cuts the host off the switch (its address stays); LinkUp
@@ -217,30 +240,12 @@ func (l *Lab) close() {
 	removeNS(l.sw)
 }
 
-// removeNS kills whatever still runs in a namespace and deletes it.
+// removeNS deletes a namespace. Processes still in it are not looked for
+// (that means reading every process's /proc entry, which blocks on a
+// process stuck in a page fault on a dead FUSE mount): the lab kills its
+// own, and a namespace lives on until its last process ends.
 func removeNS(ns string) {
-	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
-	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 0 && !ours(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
 	_ = ip("netns", "del", ns)
-}
-
-// ours reports whether pid is a thread of this process (one that entered a
-// host's namespace to dial or listen).
-func ours(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
-			return strings.TrimSpace(v) == strconv.Itoa(os.Getpid())
-		}
-	}
-	return false
 }
 
 // Sweep deletes the namespaces of labs whose test binary is gone.

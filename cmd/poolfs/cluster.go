@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/cluster"
+	"poolfs/internal/mgmt"
+	"poolfs/internal/placement"
+)
+
+// clusterCmd groups the commands that make a cluster of several machines
+// and join machines to it (docs/multihost.md).
+func clusterCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Make a cluster of several machines, join machines to it, make its first pool",
+	}
+	cmd.AddCommand(clusterCreateCmd(g), clusterTokenCmd(g), clusterJoinCmd(g), clusterPoolCmd(g))
+	return cmd
+}
+
+func clusterCreateCmd(g *globals) *cobra.Command {
+	var name, mgmtAddr string
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Make a new cluster's directory (secret, id) and print its join token",
+		Long: `Make the directory (-c DIR) of a new cluster whose management service will listen
+on --mgmt, an address every machine of the cluster can reach. It prints the join
+token that storage servers, metadata servers and clients join with: the token holds
+the cluster secret, so hand it over as you would a password.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := cluster.Create(g.dir, name, mgmtAddr)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("cluster made in %s; start its management service with\n  poolfs -c %s mgmt --db postgres://... --listen %s\njoin token (secret: keep it like a password):\n%s\n",
+				g.dir, g.dir, mgmtAddr, t)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "cluster name (default: the directory's name)")
+	cmd.Flags().StringVar(&mgmtAddr, "mgmt", "", "host:port the management service will listen on, reachable from every machine (required)")
+	_ = cmd.MarkFlagRequired("mgmt")
+	return cmd
+}
+
+func clusterTokenCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "token",
+		Short: "Print the join token of the cluster of -c DIR",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := cluster.ReadToken(g.dir)
+			if err != nil {
+				return err
+			}
+			fmt.Println(t)
+			return nil
+		},
+	}
+}
+
+func clusterJoinCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "join TOKEN",
+		Short: "Make -c DIR this machine's directory of the cluster of TOKEN (for clients and metadata servers)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := cluster.ParseToken(args[0])
+			if err != nil {
+				return err
+			}
+			if err := cluster.Join(g.dir, t); err != nil {
+				return err
+			}
+			fmt.Printf("joined: %s reaches the management service at %s\n", g.dir, t.Mgmt)
+			return nil
+		},
+	}
+}
+
+func clusterPoolCmd(g *globals) *cobra.Command {
+	var spec mgmt.PoolOfServers
+	var scheme, unit, preservation, layout string
+	cmd := &cobra.Command{
+		Use:   "pool NAME",
+		Short: "Make a pool of the drives that storage servers registered for it (--pool NAME, default \"default\")",
+		Long: `Make a pool of every drive that running storage servers registered for pool NAME
+and that is in no pool yet. Servers that register later add their drives to it.
+Placement keeps at most M fragments of a stripe on one server (and one enclosure,
+one rack, where servers are labelled) whenever there are enough servers.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec.Name = args[0]
+			var err error
+			if spec.K, spec.M, err = cluster.ParseScheme(scheme); err != nil {
+				return err
+			}
+			u, err := parseSize(unit)
+			if err != nil || u > 1<<32-1 {
+				return fmt.Errorf("--unit %q: want e.g. 1M", unit)
+			}
+			spec.Unit = uint32(u)
+			spec.Preservation = -1
+			if preservation != "auto" {
+				if spec.Preservation, err = strconv.Atoi(preservation); err != nil || spec.Preservation < 0 {
+					return fmt.Errorf("--preservation %q: want a number of drives or auto", preservation)
+				}
+			}
+			if spec.Layout, err = placement.ParseLayout(layout); err != nil {
+				return err
+			}
+			return g.withConn(cmd, func(conn *cluster.Conn) error {
+				m, err := conn.Mgmt.CreatePoolOfServers(cmd.Context(), spec)
+				if err != nil {
+					return err
+				}
+				p, _ := m.PoolByName(spec.Name)
+				fmt.Printf("pool %s: %d+%d over %d drives of %d servers, map epoch %d\n", p.Name, p.K, p.M, len(p.Drives), len(m.Servers), m.Epoch)
+				return nil
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&scheme, "scheme", "8+2", "erasure scheme K+M")
+	f.StringVar(&unit, "unit", "1M", "stripe unit: bytes of one data fragment of a full stripe")
+	f.StringVar(&preservation, "preservation", "auto", "drives' worth of capacity kept free for rebuilds (auto: grows with the pool)")
+	f.StringVar(&layout, "layout", "declustered", "declustered, or grouped (RAID-6 style groups)")
+	return cmd
+}

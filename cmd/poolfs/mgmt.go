@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/cluster"
+	"poolfs/internal/meta/postgres"
+)
+
+// mgmtCmd runs the management service of a cluster of several machines.
+func mgmtCmd(g *globals) *cobra.Command {
+	var cfg cluster.MgmtConfig
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "mgmt",
+		Short: "Run the management service of a cluster of several machines (map, failure detection, rebuild, collector, scrub)",
+		Long: `Run the management service of the cluster made by ` + "`poolfs cluster create -c DIR`" + `.
+It keeps the cluster map in the PostgreSQL database --db (the one the metadata
+servers serve), admits storage servers that join, detects failed drives and
+servers and rebuilds them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			warnPasswordArg("--db", cfg.DB)
+			cfg.Dir = g.dir
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			n, err := cluster.StartMgmt(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer n.Close()
+			fmt.Printf("poolfs mgmt: serving on %s over %s\n", n.Addr, postgres.Redact(cfg.DB))
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DB, "db", "", "PostgreSQL connection string of the cluster's database (required; the password by PGPASSWORD, ~/.pgpass or a service file: see docs/postgres.md)")
+	f.StringVar(&cfg.Listen, "listen", "", "RPC address: the one given to cluster create --mgmt (required)")
+	f.DurationVar(&cfg.HealthInterval, "health-interval", 0, "how often every drive is probed (default 1s)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
+	_ = cmd.MarkFlagRequired("db")
+	_ = cmd.MarkFlagRequired("listen")
+	return cmd
+}

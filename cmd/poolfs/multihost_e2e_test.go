@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"poolfs/internal/meta/pgtest"
+	"poolfs/internal/netlab"
+	"poolfs/internal/testlog"
+)
+
+// daemon is a poolfs service started on a lab host.
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	out  *testlog.Buffer
+}
+
+// startDaemon runs poolfs args on host h and waits until its output holds
+// marker.
+func startDaemon(t *testing.T, h *netlab.Host, name, marker string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{name: name, cmd: h.Command(binary, args...), out: &testlog.Buffer{}}
+	pr, pw := io.Pipe()
+	d.cmd.Stdout, d.cmd.Stderr = pw, pw
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan struct{})
+	go func() {
+		var once sync.Once
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			fmt.Fprintln(d.out, sc.Text())
+			if strings.Contains(sc.Text(), marker) {
+				once.Do(func() { close(found) })
+			}
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- d.cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, d.out.String())
+		}
+	})
+	select {
+	case <-found:
+	case err := <-exited:
+		t.Fatalf("%s exited: %v\n%s", name, err, d.out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not print %q in 30 s:\n%s", name, marker, d.out.String())
+	}
+	return d
+}
+
+// run runs poolfs args on host h and returns its output.
+func runOn(t *testing.T, h *netlab.Host, args ...string) string {
+	t.Helper()
+	out, err := h.Command(binary, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("poolfs %s on %s: %v\n%s", strings.Join(args, " "), h.Name, err, out)
+	}
+	return string(out)
+}
+
+// startLabPostgres runs a PostgreSQL server on host h and returns the URL
+// of its database, once it answers from host from.
+func startLabPostgres(t *testing.T, h, from *netlab.Host) string {
+	t.Helper()
+	bin, data, sock, attr := pgtest.Initdb(t, netlab.Subnet)
+	uid, gid := 0, 0
+	if attr.Credential != nil {
+		uid, gid = int(attr.Credential.Uid), int(attr.Credential.Gid)
+	}
+	cmd := h.CommandAs(uid, gid, bin, "-D", data, "-p", "5432", "-c", "listen_addresses="+h.IP,
+		"-c", "unix_socket_directories="+sock, "-c", "max_connections=200", "-c", "shared_buffers=64MB")
+	log := &testlog.Buffer{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	url := "postgres://postgres@" + h.Addr(5432) + "/postgres?sslmode=disable"
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DialFunc = from.Dial
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return url
+		}
+		select {
+		case werr := <-exited:
+			t.Fatalf("PostgreSQL on %s exited: %v\n%s", h.IP, werr, log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PostgreSQL on %s: %v\n%s", h.IP, err, log.String())
+		}
+	}
+}
+
+// labFile is a file of random bytes written through one mount.
+type labFile struct {
+	name string
+	data []byte
+}
+
+func newLabFile(name string, size int, seed uint64) labFile {
+	b := make([]byte, size)
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	return labFile{name: name, data: b}
+}
+
+// checkFile reads f through mount dir and compares it byte for byte.
+func checkFile(dir string, f labFile) error {
+	got, err := os.ReadFile(filepath.Join(dir, f.name))
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, f.data) {
+		i := 0
+		for i < len(got) && i < len(f.data) && got[i] == f.data[i] {
+			i++
+		}
+		return fmt.Errorf("%s through %s: %d bytes, want %d; first difference at byte %d", f.name, dir, len(got), len(f.data), i)
+	}
+	return nil
+}
+
+// TestSeveralHosts runs a cluster over network namespaces, one service per
+// host: PostgreSQL, mgmt, meta, four storage servers of three drives each,
+// and two clients that mount. Files written through either mount read back
+// byte for byte through the other; a storage server killed (SIGKILL) while
+// both clients write and read costs no client error and no byte.
+func TestSeveralHosts(t *testing.T) {
+	lab := netlab.New(t)
+	pg, mg, md := lab.AddHost("pg"), lab.AddHost("mgmt"), lab.AddHost("meta")
+	var srv []*netlab.Host
+	for i := range 4 {
+		srv = append(srv, lab.AddHost(fmt.Sprintf("s%d", i+1)))
+	}
+	c1, c2 := lab.AddHost("c1"), lab.AddHost("c2")
+	root := t.TempDir()
+	dir := func(host string) string { return filepath.Join(root, host) }
+
+	db := startLabPostgres(t, pg, mg)
+	out := runOn(t, mg, "-c", dir("mgmt"), "cluster", "create", "--mgmt", mg.Addr(9401))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
+	startDaemon(t, md, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", md.Addr(9402))
+	storage := make([]*daemon, len(srv))
+	for i, h := range srv {
+		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500),
+			"--drive-size", "256M", "--enclosure", fmt.Sprintf("e%d", i/2)}
+		for d := range 3 {
+			args = append(args, "--drive", filepath.Join(dir(h.Name), fmt.Sprintf("d%d", d)))
+		}
+		storage[i] = startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", args...)
+	}
+	runOn(t, c1, "-c", dir("c1"), "cluster", "join", token)
+	runOn(t, c2, "-c", dir("c2"), "cluster", "join", token)
+	out = runOn(t, c1, "-c", dir("c1"), "cluster", "pool", "default", "--scheme", "4+2", "--unit", "256K")
+	if !strings.Contains(out, "over 12 drives of 4 servers") {
+		t.Fatalf("pool create: %s", out)
+	}
+
+	mounts := []string{filepath.Join(root, "mnt1"), filepath.Join(root, "mnt2")}
+	for i, h := range []*netlab.Host{c1, c2} {
+		if err := os.Mkdir(mounts[i], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mnt := mounts[i]
+		t.Cleanup(func() { _ = exec.Command("fusermount3", "-u", "-z", mnt).Run() })
+		startDaemon(t, h, "mount "+h.Name, "poolfs mounted on", "-c", dir(h.Name), "mount", mnt)
+	}
+
+	// Each client writes files the other reads.
+	var files [2][]labFile
+	for i := range 2 {
+		for j := range 3 {
+			f := newLabFile(fmt.Sprintf("c%d-%d", i+1, j), 3<<20+j*12345, uint64(10*i+j))
+			if err := os.WriteFile(filepath.Join(mounts[i], f.name), f.data, 0o644); err != nil {
+				t.Fatalf("write through mount %d: %v", i+1, err)
+			}
+			files[i] = append(files[i], f)
+		}
+	}
+	for i := range 2 {
+		for _, f := range files[1-i] {
+			if err := checkFile(mounts[i], f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Load from both clients; s3 is killed once it is under way.
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		written [2][]labFile
+	)
+	started := make(chan struct{}, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 6 {
+				f := newLabFile(fmt.Sprintf("load-c%d-%d", i+1, j), 2<<20+j*4096+i, uint64(100+10*i+j))
+				err := os.WriteFile(filepath.Join(mounts[i], f.name), f.data, 0o644)
+				if err == nil {
+					err = checkFile(mounts[i], files[1-i][j%3])
+				}
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("client %d: %w", i+1, err))
+				} else {
+					written[i] = append(written[i], f)
+				}
+				mu.Unlock()
+				if j == 0 {
+					started <- struct{}{}
+				}
+			}
+		}()
+	}
+	<-started
+	<-started
+	if err := storage[2].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Everything reads back from both clients, degraded: s3's drives are down.
+	for i := range 2 {
+		for _, f := range append(append(append([]labFile(nil), files[0]...), files[1]...), append(written[0], written[1]...)...) {
+			if err := checkFile(mounts[i], f); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	st := runOn(t, c2, "-c", dir("c2"), "status")
+	down := 0
+	for _, line := range strings.Split(st, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == "s3" && f[2] == "down" {
+			down++
+		}
+	}
+	if down != 3 {
+		t.Errorf("status shows %d of s3's 3 drives down:\n%s", down, st)
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"poolfs/internal/cluster"
+)
+
+// storageCmd runs one storage server of a cluster of several machines.
+func storageCmd(g *globals) *cobra.Command {
+	var cfg cluster.StorageConfig
+	var join, driveSize string
+	var verbose, noDirect bool
+	cmd := &cobra.Command{
+		Use:   "storage",
+		Short: "Run a storage server: serve this machine's drives to a cluster of several machines",
+		Long: `Serve the drive directories --drive (one per disk) as storage server --server.
+With --join TOKEN the machine joins the cluster first (its directory -c DIR
+is made); later starts need only -c DIR. The server registers its drives with
+the management service, with its --rack and --enclosure labels, and keeps
+registering every few seconds. New drives join pool --pool once it exists
+(` + "`poolfs cluster pool`" + ` makes it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.Dir = g.dir
+			if join != "" {
+				t, err := cluster.ParseToken(join)
+				if err != nil {
+					return err
+				}
+				if err := cluster.Join(g.dir, t); err != nil {
+					return err
+				}
+			}
+			if driveSize != "" {
+				n, err := parseSize(driveSize)
+				if err != nil {
+					return err
+				}
+				cfg.DriveSize = n
+			}
+			if noDirect {
+				f := false
+				cfg.DirectIO = &f
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			n, err := cluster.StartStorage(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer n.Close()
+			fmt.Printf("poolfs storage %s: serving %d drives on %s\n", cfg.Server, len(cfg.Drives), n.Addr)
+			if p := n.Pending(); p > 0 {
+				fmt.Printf("%d drives wait for pool %q: run `poolfs cluster pool` once the servers have joined\n", p, cfg.Pool)
+			}
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&cfg.Drives, "drive", nil, "drive directory (repeat for each drive; required)")
+	f.StringVar(&cfg.Server, "server", "", "this server's name, unique in the cluster (required)")
+	f.StringVar(&cfg.Rack, "rack", "", "failure-domain label: the rack of this server")
+	f.StringVar(&cfg.Enclosure, "enclosure", "", "failure-domain label: the enclosure (chassis, shelf) of this server")
+	f.StringVar(&cfg.Pool, "pool", "default", "pool that this server's new drives join")
+	f.StringVar(&join, "join", "", "join token (from `poolfs cluster create` or `poolfs cluster token`): join the cluster first")
+	f.StringVar(&cfg.Listen, "listen", "", "RPC address (required)")
+	f.StringVar(&cfg.Advertise, "advertise", "", "address other machines reach this server at (default: --listen)")
+	f.StringVar(&driveSize, "drive-size", "", "capacity each drive advertises, e.g. 4T (default: its file system's free space, shared among the drives on it)")
+	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
+	_ = cmd.MarkFlagRequired("drive")
+	_ = cmd.MarkFlagRequired("server")
+	_ = cmd.MarkFlagRequired("listen")
+	return cmd
+}

@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"poolfs/internal/meta"
+	"poolfs/internal/mgmt"
+)
+
+// mgmtLoops runs the management service's periodic jobs until ctx ends:
+// the fragment collector, the metadata store check, the failure detector
+// (health, which runs svc.CheckDrives and whatever a node checks locally
+// first), the pool limits and the rebuild coordinator. They are the same
+// in `poolfs up` and `poolfs mgmt`.
+type mgmtLoops struct {
+	svc    *mgmt.Service
+	store  *meta.Store
+	log    *slog.Logger
+	health func(context.Context)
+
+	gc, metaCheck, healthEvery, rebuild time.Duration
+}
+
+// start starts the loops on goroutines counted by wg.
+func (l mgmtLoops) start(ctx context.Context, wg *sync.WaitGroup) {
+	l.collectLoop(ctx, wg)
+	every(ctx, wg, l.metaCheck, l.checkStore)
+	l.svc.UpdatePoolLimits(ctx) // what the drives can take, before the first pass of the limit loop
+	every(ctx, wg, l.healthEvery, l.health)
+	// Pool limits apart from the failure detector, so that a slow drive's
+	// usage query never delays it.
+	every(ctx, wg, l.healthEvery, l.svc.UpdatePoolLimits)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		l.svc.RunCoordinator(ctx, l.rebuild)
+	}()
+}
+
+// every runs fn every interval on a goroutine counted by wg until ctx ends.
+func every(ctx context.Context, wg *sync.WaitGroup, interval time.Duration, fn func(context.Context)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn(ctx)
+			}
+		}
+	}()
+}
+
+// gcBacklog is the GC queue length (replaced generations, each up to a
+// stripe's fragments) that starts a collector pass before the GC interval
+// has passed: a writer that replaces stripes fast (folds of the delta log,
+// rewrites) leaves at most about that much garbage on the drives for
+// longer than gcTick, not a GC interval's worth.
+const (
+	gcBacklog = 16
+	gcTick    = time.Second
+)
+
+// collectLoop runs the collector every GC interval, and sooner, at the
+// next gcTick, when the queue holds gcBacklog items.
+func (l mgmtLoops) collectLoop(ctx context.Context, wg *sync.WaitGroup) {
+	last := time.Now()
+	every(ctx, wg, min(gcTick, l.gc), func(ctx context.Context) {
+		if time.Since(last) < l.gc {
+			if items, err := l.store.GCList(ctx, gcBacklog); err != nil || len(items) < gcBacklog {
+				return
+			}
+		}
+		l.collect(ctx)
+		last = time.Now()
+	})
+}
+
+// collect is one pass of the fragment garbage collector.
+func (l mgmtLoops) collect(ctx context.Context) {
+	if rep, err := l.svc.GC(ctx, mgmt.GCArgs{}); err != nil {
+		l.log.Warn("gc", "err", err)
+	} else if rep.Fragments > 0 {
+		l.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
+	}
+}
+
+// checkStore checks the metadata store's integrity (every
+// MetaCheckInterval); a failed check stops fragment deletion
+// (mgmt.Service.CheckStore).
+func (l mgmtLoops) checkStore(ctx context.Context) {
+	if err := l.svc.CheckStore(ctx, true); err != nil && ctx.Err() == nil {
+		l.log.Error("metadata store check", "err", err)
+	}
+}

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/mgmt"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
+)
+
+// MgmtConfig is what `poolfs mgmt` starts: the management service of a
+// cluster whose storage and metadata servers run on other machines.
+type MgmtConfig struct {
+	Dir    string // cluster directory made by Create (secret, id, name)
+	DB     string // PostgreSQL connection string of the cluster's database
+	Listen string // RPC address; the one in the join token
+	// Intervals of the periodic jobs; zero values take the defaults of
+	// Config (GC 5s, metadata check 10m, health 1s, rebuild 30s).
+	GCInterval, MetaCheckInterval, HealthInterval, RebuildInterval time.Duration
+	Logger                                                         *slog.Logger
+}
+
+// MgmtNode is a running management service.
+type MgmtNode struct {
+	Addr     string
+	Mgmt     *mgmt.Service
+	Registry *mgmt.Registry
+
+	engine meta.Engine
+	rpc    *rpc.Server
+	dialer *storage.Dialer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// StartMgmt starts the management service of the cluster in cfg.Dir over
+// the database cfg.DB. The first start stores an empty map; storage
+// servers then register their drives (mgmt.Registry).
+func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
+	defaults := Config{GCInterval: cfg.GCInterval, MetaCheckInterval: cfg.MetaCheckInterval,
+		HealthInterval: cfg.HealthInterval, RebuildInterval: cfg.RebuildInterval, Logger: cfg.Logger}
+	defaults.setDefaults()
+	if cfg.DB == "" {
+		return nil, errors.New("cluster: the management service needs the cluster's PostgreSQL database (--db)")
+	}
+	info, secret, err := ReadInfo(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	log := defaults.Logger
+	n := &MgmtNode{}
+	n.engine, err = OpenEngine(ctx, cfg.Dir, cfg.DB, log)
+	if err != nil {
+		return nil, err
+	}
+	store := meta.New(n.engine, meta.Options{Logger: log})
+	n.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
+	n.Mgmt = mgmt.New(store, n.dialer, n.dialer, log)
+	n.Registry = mgmt.NewRegistry(n.Mgmt)
+	if _, err := n.Mgmt.Load(ctx); errors.Is(err, meta.ErrNotFound) {
+		_, err = n.Mgmt.Update(ctx, func(m *clustermap.Map) error {
+			m.Name = info.Name
+			return nil
+		})
+		if err != nil {
+			n.Close()
+			return nil, fmt.Errorf("cluster: store the first map: %w", err)
+		}
+	} else if err != nil {
+		n.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		n.Close()
+		return nil, fmt.Errorf("cluster: listen: %w", err)
+	}
+	n.Addr = ln.Addr().String()
+	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: allErrors()})
+	n.Mgmt.Register(n.rpc)
+	n.Registry.Register(n.rpc)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.rpc.Serve(ln); err != nil {
+			log.Error("rpc server stopped", "err", err)
+		}
+	}()
+	gctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	mgmtLoops{svc: n.Mgmt, store: store, log: log, health: n.Mgmt.CheckDrives, gc: defaults.GCInterval, metaCheck: defaults.MetaCheckInterval,
+		healthEvery: defaults.HealthInterval, rebuild: defaults.RebuildInterval}.start(gctx, &n.wg)
+	return n, nil
+}
+
+// Close stops the service.
+func (n *MgmtNode) Close() error {
+	n.once.Do(func() {
+		if n.cancel != nil {
+			n.cancel()
+		}
+		if n.rpc != nil {
+			n.rpc.Close()
+		}
+		n.wg.Wait()
+		n.dialer.Close()
+		n.engine.Close()
+	})
+	return nil
+}
