@@ -1,7 +1,16 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -17,7 +26,7 @@ import (
 	"poolfs/internal/dashboard/history"
 )
 
-var dashAddr = regexp.MustCompile(`dashboard: (http://127\.0\.0\.1:\d+)/`)
+var dashAddr = regexp.MustCompile(`dashboard: (https?://127\.0\.0\.1:\d+)/`)
 
 // waitDashboard returns the dashboard URL `poolfs up` printed.
 func waitDashboard(t *testing.T, up *upProc) string {
@@ -36,8 +45,25 @@ func waitDashboard(t *testing.T, up *upProc) string {
 // dashLogin logs in and returns the overview page's status and body.
 func dashLogin(t *testing.T, base, user, pw string) (int, string) {
 	t.Helper()
+	code, body, _ := dashLoginWith(t, &http.Client{Timeout: 20 * time.Second}, base, user, pw)
+	return code, body
+}
+
+// dashLoginWith is dashLogin with a client of the caller's; it also
+// returns the session cookie the login set.
+func dashLoginWith(t *testing.T, c *http.Client, base, user, pw string) (int, string, *http.Cookie) {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+	c.Jar = jar
+	var session *http.Cookie
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		for _, ck := range req.Response.Cookies() {
+			if ck.Name == "poolfs_session" {
+				session = ck
+			}
+		}
+		return nil
+	}
 	resp, err := c.Get(base + "/login")
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +80,7 @@ func dashLogin(t *testing.T, base, user, pw string) (int, string) {
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), session
 }
 
 // TestDashboardUp: `poolfs up` serves the dashboard with the first admin's
@@ -148,4 +174,58 @@ func TestDashboardRefusesClearTextOnTheNetwork(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "not a loopback address") {
 		t.Fatalf("up --dashboard 0.0.0.0:0 without a certificate: %v\n%s", err, out)
 	}
+}
+
+// TestDashboardHTTPS: with a certificate the dashboard serves HTTPS only,
+// on any address, and its session cookie is Secure.
+func TestDashboardHTTPS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "poolfs dashboard test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	certFile, keyFile, pwFile := filepath.Join(tmp, "cert.pem"), filepath.Join(tmp, "key.pem"), filepath.Join(tmp, "pw")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	os.WriteFile(pwFile, []byte("a password over TLS\n"), 0o600)
+	dir := t.TempDir()
+	up := startUp(t, dir, "--drives", "7", "--scheme", "4+2", "--drive-size", "256M", "--dashboard", "127.0.0.1:0",
+		"--dashboard-cert", certFile, "--dashboard-key", keyFile, "--admin-password-file", pwFile)
+	base := waitDashboard(t, up)
+	if !strings.HasPrefix(base, "https://") {
+		t.Fatalf("dashboard at %s, want https", base)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	code, body, session := dashLoginWith(t, c, base, "admin", "a password over TLS")
+	if code != http.StatusOK || !strings.Contains(body, `id="health"`) {
+		t.Fatalf("login over HTTPS: %d", code)
+	}
+	if session == nil || !session.Secure || !session.HttpOnly || session.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie over HTTPS: %+v, want Secure, HttpOnly, SameSite=Strict", session)
+	}
+	if resp, err := http.Get("http://" + strings.TrimPrefix(base, "https://") + "/login"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "login-form") {
+			t.Fatal("the HTTPS dashboard answered in clear text")
+		}
+	}
+	up.stop(t)
 }
