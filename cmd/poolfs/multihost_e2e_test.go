@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -292,5 +293,9 @@ func TestSeveralHosts(t *testing.T) {
 	}
 	if down != 3 {
 		t.Errorf("status shows %d of s3's 3 drives down:\n%s", down, st)
+	}
+	// The servers table: s3 with its address, enclosure label and 3 drives down.
+	if !regexp.MustCompile(`(?m)^s3\s+` + regexp.QuoteMeta(srv[2].Addr(9500)) + `\s+-\s+e1\s+3\s+0\s+3\s+0\s+0\s*$`).MatchString(st) {
+		t.Errorf("status does not show server s3 down:\n%s", st)
 	}
 }

@@ -40,6 +40,9 @@ func statusCmd(g *globals) *cobra.Command {
 				}
 				printPools(os.Stdout, st)
 				printRebuild(os.Stdout, &st.Rebuild)
+				if m, err := conn.Mgmt.Map(cmd.Context()); err == nil {
+					printServers(os.Stdout, m)
+				}
 				printDrives(os.Stdout, st)
 				return nil
 			})
