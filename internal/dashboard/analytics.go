@@ -135,7 +135,7 @@ func latencyOutliers(st *mgmt.Status, m *clustermap.Map) []slowRow {
 func (s *Server) analytics(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	st, err := s.cfg.Cluster.Status(ctx)
+	st, err := s.cfg.Cluster.StatusOf(ctx, !refresh(r))
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, "management service: "+err.Error())
 		return

@@ -61,7 +61,7 @@ func chartSVG(title string, lines []line, from, to time.Time, format func(float6
 			}
 			pts = pts[:0]
 		}
-		for _, p := range l.Points {
+		for _, p := range decimate(l.Points, maxChartPoints) {
 			if math.IsNaN(p.V) {
 				flush()
 				continue
@@ -72,6 +72,32 @@ func chartSVG(title string, lines []line, from, to time.Time, format func(float6
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // built above, every text escaped
+}
+
+// maxChartPoints bounds the points of a line: about one per pixel of the
+// chart's width, so that an hour of seconds does not weigh 3600 points.
+const maxChartPoints = 560
+
+// decimate merges runs of points so that at most n remain, each the
+// largest value of its run (a one-second burst still shows) at the run's
+// first time; a run with no data stays a gap.
+func decimate(pts []history.Point, n int) []history.Point {
+	if len(pts) <= n {
+		return pts
+	}
+	per := (len(pts) + n - 1) / n
+	out := make([]history.Point, 0, n)
+	for i := 0; i < len(pts); i += per {
+		run := pts[i:min(i+per, len(pts))]
+		p := history.Point{T: run[0].T, V: math.NaN()}
+		for _, q := range run {
+			if !math.IsNaN(q.V) && (math.IsNaN(p.V) || q.V > p.V) {
+				p.V = q.V
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten (1 for 0).

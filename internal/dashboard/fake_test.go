@@ -32,7 +32,7 @@ func (f *fakeCluster) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakeCluster) Status(ctx context.Context) (*mgmt.Status, error) {
+func (f *fakeCluster) StatusOf(ctx context.Context, rescan bool) (*mgmt.Status, error) {
 	st := &mgmt.Status{Name: "test", Epoch: 3, Health: mgmt.HealthDegraded,
 		Pools: []mgmt.PoolStatus{{ID: 0, Name: "default", Scheme: "4+2", Health: mgmt.HealthDegraded, Drives: 6, DrivesUp: 5,
 			Capacity: clustermap.Capacity{Raw: 6 << 30, UsableRaw: 100 << 30}, UsedRaw: 40 << 30,

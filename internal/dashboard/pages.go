@@ -87,7 +87,7 @@ type serverChart struct {
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	st, err := s.cfg.Cluster.Status(ctx)
+	st, err := s.cfg.Cluster.StatusOf(ctx, !refresh(r))
 	if err != nil {
 		s.fail(w, r, http.StatusBadGateway, "management service: "+err.Error())
 		return
@@ -123,6 +123,13 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "overview.html", view{Title: st.Name, Page: "overview", Refresh: true,
 		Flash: s.flash(r), Data: d})
 }
+
+// liveHeader marks the requests of the page's own refreshes (live.js).
+const liveHeader = "X-Poolfs-Refresh"
+
+// refresh reports whether r is a page refreshing itself: it does not ask
+// for a fresh scan of the stripes, as someone opening the page does.
+func refresh(r *http.Request) bool { return r.Header.Get(liveHeader) != "" }
 
 // flash returns the message an action left for this session.
 func (s *Server) flash(r *http.Request) string {

@@ -120,7 +120,7 @@ func (s *sampler) sampleIO(ctx context.Context, now time.Time) {
 
 // sampleUsed records each pool's used bytes.
 func (s *sampler) sampleUsed(ctx context.Context, now time.Time) {
-	st, err := s.cl.Status(ctx)
+	st, err := s.cl.StatusOf(ctx, false)
 	if err != nil {
 		return
 	}

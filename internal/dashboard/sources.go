@@ -14,7 +14,9 @@ import (
 // the CLI makes, so that a button does exactly what its command does.
 // *mgmt.Client implements it.
 type Cluster interface {
-	Status(ctx context.Context) (*mgmt.Status, error)
+	// StatusOf is Status; rescan false does not ask for a fresh scan of
+	// the stripes (the page's own refreshes, the sampler).
+	StatusOf(ctx context.Context, rescan bool) (*mgmt.Status, error)
 	Map(ctx context.Context) (*clustermap.Map, error)
 	Events(ctx context.Context, after uint64, limit int) ([]meta.Event, error)
 	DriveIO(ctx context.Context) ([]mgmt.DriveStatus, error)

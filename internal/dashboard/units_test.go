@@ -153,3 +153,30 @@ func TestFilterEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestChartDecimates(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	var pts []history.Point
+	for i := range 3600 {
+		v := 1.0
+		if i == 1234 {
+			v = 100 // a one-second burst
+		}
+		pts = append(pts, history.Point{T: now.Add(time.Duration(i-3599) * time.Second), V: v})
+	}
+	d := decimate(pts, maxChartPoints)
+	if len(d) > maxChartPoints {
+		t.Fatalf("%d points, want at most %d", len(d), maxChartPoints)
+	}
+	top := 0.0
+	for _, p := range d {
+		top = max(top, p.V)
+	}
+	if top != 100 {
+		t.Fatalf("the burst was lost: top %v", top)
+	}
+	svg := string(chartSVG("x", []line{{Label: "a", Color: "#000", Points: pts}}, now.Add(-time.Hour), now, perSec))
+	if n := strings.Count(svg, ","); n > maxChartPoints+5 {
+		t.Fatalf("%d coordinates in the chart", n)
+	}
+}

@@ -37,6 +37,13 @@ func (s *Service) DriveIO(ctx context.Context) ([]DriveStatus, error) {
 }
 
 func (s *Service) registerDriveIO(r *rpc.Server) {
+	r.Handle("mgmt.StatusQuiet", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		st, err := s.status(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		return &rpc.Response{Result: st}, nil
+	})
 	r.Handle("mgmt.DriveIO", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		ds, err := s.DriveIO(ctx)
 		if err != nil {
@@ -51,4 +58,20 @@ func (c *Client) DriveIO(ctx context.Context) ([]DriveStatus, error) {
 	var out []DriveStatus
 	err := c.rc.Call(ctx, "mgmt.DriveIO", struct{}{}, nil, &out)
 	return out, err
+}
+
+// StatusOf returns the cluster status; with rescan false it never asks the
+// coordinator for a fresh scan of the stripes (a page that refreshes itself
+// every few seconds takes the counts as they are: the coordinator rescans
+// when a drive changes state, and every rebuild interval), with rescan true
+// it is Status.
+func (c *Client) StatusOf(ctx context.Context, rescan bool) (*Status, error) {
+	if rescan {
+		return c.Status(ctx)
+	}
+	var st Status
+	if err := c.rc.Call(ctx, "mgmt.StatusQuiet", struct{}{}, nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }

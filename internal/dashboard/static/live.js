@@ -18,7 +18,7 @@
       return;
     }
     busy = true;
-    fetch(window.location.href, { credentials: "same-origin", redirect: "manual" })
+    fetch(window.location.href, { credentials: "same-origin", redirect: "manual", headers: { "X-Poolfs-Refresh": "1" } })
       .then(function (r) {
         if (r.type === "opaqueredirect" || r.status === 401 || r.status === 403) {
           window.location.reload(); // the session ended: go to the login page
