@@ -68,10 +68,12 @@
 // stripe's generation, with compare-and-set on it. Reads lay a stripe's
 // extents over its generation's bytes; every commit of a new generation
 // states the last extent its writer read, so no extent is lost to a
-// concurrent rewrite. The handle folds stripes with many extents (or
-// its fullest, over Options.DeltaBudget) into new generations in the
-// background; a fold that crashes or conflicts leaves the extents in
-// force and its fragments as garbage. A writer that passes the File's
+// concurrent rewrite. The handle folds stripes with many extents into
+// new generations in the background, and, while the file's log stripes
+// pass Options.DeltaBudget, the stripes with extents in the oldest ones
+// (so the log is a ring of that size); a fold keeps the extents committed
+// after it read its stripe, and one that crashes or conflicts leaves the
+// extents in force and its fragments as garbage. A writer that passes the File's
 // limit of dirty bytes hands its dirty stripes to the background as one
 // batch and goes on (writeback.go; up to 4 batches per File): a batch
 // writes its log stripes at once, waits for the earlier background

@@ -85,13 +85,7 @@ func (fs *foldState) set(s uint64, bytes int64, extents int) {
 // in any more is gone (the commit that took its last extent dropped it).
 func (fs *foldState) setLogs(s uint64, logs map[uint64]int64) {
 	for _, l := range fs.inLogs[s] {
-		if u := fs.logs[l]; u != nil {
-			delete(u.stripes, s)
-			if len(u.stripes) == 0 {
-				fs.logBytes -= u.len
-				delete(fs.logs, l)
-			}
-		}
+		fs.leave(s, l)
 	}
 	delete(fs.inLogs, s)
 	for l, n := range logs {
@@ -103,6 +97,17 @@ func (fs *foldState) setLogs(s uint64, logs map[uint64]int64) {
 		}
 		u.stripes[s] = struct{}{}
 		fs.inLogs[s] = append(fs.inLogs[s], l)
+	}
+}
+
+// leave records that stripe s has no extent in log stripe l any more.
+func (fs *foldState) leave(s, l uint64) {
+	if u := fs.logs[l]; u != nil {
+		delete(u.stripes, s)
+		if len(u.stripes) == 0 {
+			fs.logBytes -= u.len
+			delete(fs.logs, l)
+		}
 	}
 }
 
@@ -260,7 +265,19 @@ func (f *File) foldedLocked(s, gen uint64, folded []meta.Delta) {
 		n--
 	}
 	if b > 0 && n > 0 {
+		// The extents committed since are in other log stripes than
+		// the folded ones (a log stripe's extents commit together).
 		fs.bytes[s], fs.extents[s] = b, n
+		gone := map[uint64]bool{}
+		for _, d := range folded {
+			gone[d.Log] = true
+		}
+		fs.inLogs[s] = slices.DeleteFunc(fs.inLogs[s], func(l uint64) bool {
+			if gone[l] {
+				fs.leave(s, l)
+			}
+			return gone[l]
+		})
 	} else {
 		fs.set(s, 0, 0)
 	}
