@@ -49,7 +49,15 @@ func logLayout(lay meta.Layout, l int) meta.Layout {
 // merged into a new generation at once: the fold it would be due for,
 // without writing its bytes to the log first).
 func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
-	return f.deltaOK(d, old, f.stripeBytes())
+	sb := f.stripeBytes()
+	if !f.deltaFits(d, old, sb) {
+		return false
+	}
+	n := int64(d.bytes())
+	for _, x := range old.Deltas {
+		n += int64(x.Len)
+	}
+	return 4*n < foldCover*sb
 }
 
 // logBuf is one log stripe being packed: its bytes and the extents they

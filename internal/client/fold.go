@@ -253,7 +253,8 @@ func (f *File) foldBackpressureLocked() {
 }
 
 // foldedLocked forgets what f knew of stripe s after a fold committed
-// generation gen (0: the stripe had no extents) over the extents folded:
+// generation gen (0: the stripe had no extents: f forgets all) over the
+// extents folded:
 // those committed since the fold read the stripe stay (FoldStripes), so
 // f keeps what it knows beyond the folded ones, and the log stripes they
 // may be in.
@@ -264,7 +265,7 @@ func (f *File) foldedLocked(s, gen uint64, folded []meta.Delta) {
 		b -= int64(d.Len)
 		n--
 	}
-	if b > 0 && n > 0 {
+	if gen != 0 && b > 0 && n > 0 {
 		// The extents committed since are in other log stripes than
 		// the folded ones (a log stripe's extents commit together).
 		fs.bytes[s], fs.extents[s] = b, n

@@ -116,11 +116,13 @@ func (f *File) writebackAsyncLocked() {
 }
 
 // deltaGuessLocked reports whether dirty stripe d of stripe s will most
-// likely go to the delta log (deltaOKLocked over the record the File
+// likely go to the delta log (deltaFits over the record the File
 // expects): it lies within the stripe's committed length as far as f
-// knows it, holds less than half of it, and its bytes with the stripe's
-// extents f knows of are not enough to fold it (such a stripe is merged
-// into a new generation at once: a fold without the log's write).
+// knows it and holds less than half of it. (Whether its bytes with the
+// stripe's extents are due for a fold is not guessed: what f knows of
+// the extents at hand-over is older than the batches before this one,
+// and a stripe merged on a stale count costs a stripe at a low cover; a
+// stripe that the batch's extents make due is folded after the commit.)
 func (f *File) deltaGuessLocked(s uint64, d *dirtyStripe) bool {
 	sb := f.stripeBytes()
 	l := min(sb, max(0, int64(f.mu.attr.Size)-int64(s)*sb))
@@ -130,10 +132,7 @@ func (f *File) deltaGuessLocked(s uint64, d *dirtyStripe) bool {
 			l = 0
 		}
 	}
-	if f.c.opts.NoDeltas || l == 0 || int64(d.end()) > l || 2*d.bytes() >= int(sb) {
-		return false
-	}
-	return 4*(f.mu.fold.bytes[s]+int64(d.bytes())) < foldCover*sb
+	return !f.c.opts.NoDeltas && l > 0 && int64(d.end()) <= l && 2*d.bytes() < int(sb)
 }
 
 // runBatch writes batch b back and notes the result in f.
@@ -203,7 +202,7 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 		// (once merged, always: its extents are left out of the logs).
 		merged = merged[:0]
 		for _, s := range b.todo {
-			if !logged[s] || !f.deltaOK(b.dirty[s], cur[s], sb) {
+			if !logged[s] || !f.deltaFits(b.dirty[s], cur[s], sb) {
 				logged[s] = false
 				merged = append(merged, s)
 			}
@@ -276,16 +275,11 @@ func overRecords(logs []*logBuf, commits []meta.StripeCommit, cur map[uint64]met
 	return keep, keepC, drop
 }
 
-// deltaOK is deltaOKLocked for a stripe of sb bytes, without f.mu.
-func (f *File) deltaOK(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
-	if f.c.opts.NoDeltas || old.Gen == 0 || d.end() > int(old.Len) || 2*d.bytes() >= int(sb) {
-		return false
-	}
-	n := int64(d.bytes())
-	for _, x := range old.Deltas {
-		n += int64(x.Len)
-	}
-	return 4*n < foldCover*sb
+// deltaFits reports whether dirty stripe d of a stripe of sb bytes can go
+// to the delta log over committed record old: old is a generation, d lies
+// within its length and holds less than half of it.
+func (f *File) deltaFits(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
+	return !f.c.opts.NoDeltas && old.Gen != 0 && d.end() <= int(old.Len) && 2*d.bytes() < int(sb)
 }
 
 // mergeStripes writes stripes todo of b as new generations, each the
