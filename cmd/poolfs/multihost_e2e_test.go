@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"poolfs/internal/client"
 	"poolfs/internal/meta/pgtest"
 	"poolfs/internal/netlab"
 	"poolfs/internal/testlog"
@@ -188,13 +189,17 @@ func TestSeveralHosts(t *testing.T) {
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
 	startDaemon(t, md, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", md.Addr(9402))
 	storage := make([]*daemon, len(srv))
-	for i, h := range srv {
+	storageArgs := func(i int) []string {
+		h := srv[i]
 		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500),
 			"--drive-size", "256M", "--enclosure", fmt.Sprintf("e%d", i/2)}
 		for d := range 3 {
 			args = append(args, "--drive", filepath.Join(dir(h.Name), fmt.Sprintf("d%d", d)))
 		}
-		storage[i] = startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", args...)
+		return args
+	}
+	for i, h := range srv {
+		storage[i] = startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", storageArgs(i)...)
 	}
 	runOn(t, c1, "-c", dir("c1"), "cluster", "join", token)
 	runOn(t, c2, "-c", dir("c2"), "cluster", "join", token)
@@ -297,5 +302,99 @@ func TestSeveralHosts(t *testing.T) {
 	// The servers table: s3 with its address, enclosure label and 3 drives down.
 	if !regexp.MustCompile(`(?m)^s3\s+` + regexp.QuoteMeta(srv[2].Addr(9500)) + `\s+-\s+e1\s+3\s+0\s+3\s+0\s+0\s*$`).MatchString(st) {
 		t.Errorf("status does not show server s3 down:\n%s", st)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// s3 comes back within the grace: its drives are up again.
+	storage[2] = startDaemon(t, srv[2], "s3 again", "poolfs storage s3: serving", storageArgs(2)...)
+	waitServers(t, c2, dir("c2"), 20*time.Second, "all drives up", func(rows map[string][]string) bool {
+		for _, r := range rows {
+			if r[1] != r[0] {
+				return false
+			}
+		}
+		return true
+	})
+
+	// s4 hangs (SIGSTOP: its kernel still accepts connections, nothing
+	// answers): it is marked down with all its drives, reads degrade, new
+	// files are placed on the other servers, no client error.
+	if err := storage[3].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	t.Cleanup(func() { _ = storage[3].cmd.Process.Signal(syscall.SIGCONT) })
+	waitServers(t, c2, dir("c2"), hangDetection, "s4 down", func(rows map[string][]string) bool {
+		return rows["s4"] != nil && rows["s4"][2] == "3"
+	})
+	t.Logf("hung server marked down after %v", time.Since(stopped).Round(100*time.Millisecond))
+	all := append(append(append([]labFile(nil), files[0]...), files[1]...), append(written[0], written[1]...)...)
+	for i := range 2 {
+		for _, f := range all {
+			if err := checkFile(mounts[i], f); err != nil {
+				t.Errorf("while s4 hangs: %v", err)
+			}
+		}
+	}
+	time.Sleep(client.DefaultMapMaxAge) // the clients' maps say s4 is down
+	var during []labFile
+	for i := range 2 {
+		f := newLabFile(fmt.Sprintf("hung-c%d", i+1), 3<<20+i, uint64(200+i))
+		if err := os.WriteFile(filepath.Join(mounts[i], f.name), f.data, 0o644); err != nil {
+			t.Fatalf("write through mount %d while s4 hangs: %v", i+1, err)
+		}
+		during = append(during, f)
+	}
+	if err := storage[3].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitServers(t, c2, dir("c2"), 20*time.Second, "all drives up after SIGCONT", func(rows map[string][]string) bool {
+		for _, r := range rows {
+			if r[1] != r[0] {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(client.DefaultMapMaxAge) // the clients' maps say s4 is up
+	for i := range 2 {
+		for _, f := range append(all, during...) {
+			if err := checkFile(mounts[i], f); err != nil {
+				t.Errorf("after s4 came back: %v", err)
+			}
+		}
+	}
+}
+
+// hangDetection is the most a hung storage server may take to be marked
+// down: a health pass (1 s), a probe that times out (2 s), the server's
+// ping that times out (1 s), with room for a loaded machine.
+const hangDetection = 15 * time.Second
+
+// waitServers polls `poolfs status` on host h until ok holds for its
+// servers table (rows by server: drives, up, down, failed, other).
+func waitServers(t *testing.T, h *netlab.Host, dir string, within time.Duration, what string, ok func(map[string][]string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	row := regexp.MustCompile(`(?m)^(s\d+)\s+\S+\s+\S+\s+\S+\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$`)
+	var st []byte
+	for {
+		var err error
+		st, err = h.Command(binary, "-c", dir, "status").CombinedOutput()
+		if err == nil {
+			rows := map[string][]string{}
+			for _, m := range row.FindAllStringSubmatch(string(st), -1) {
+				rows[m[1]] = m[2:]
+			}
+			if len(rows) > 0 && ok(rows) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within %v:\n%s", what, within, st)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 }

@@ -181,6 +181,11 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	tooSlow := s.probeLatency(ctx, id, lat, perr)
 	_, slow := s.slow.slowDesc(id)
 	switch {
+	case d.State == clustermap.StateUp && errors.Is(perr, context.DeadlineExceeded) && s.serverHung(ctx, m, id):
+		// The probe timed out and the server does not answer a call that
+		// needs no drive: it hangs, and so do all its drives (servers.go).
+		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("hangs: a probe of %v timed out after %v and the server did not answer within %v",
+			id, s.slow.p.DownAfter, pingTimeout))
 	case tooSlow && d.State == clustermap.StateUp:
 		desc, _ := s.slow.slowDesc(id)
 		err = s.DriveDown(ctx, id, fmt.Sprintf("too slow (%s, down after %v)", desc, s.slow.p.DownAfter))

@@ -456,3 +456,25 @@ func (s *Service) ServerDown(ctx context.Context, server, reason string) error {
 	s.kickRebuild()
 	return nil
 }
+
+// pingTimeout bounds the question that tells a hung storage server from a
+// slow drive (serverHung).
+const pingTimeout = time.Second
+
+// serverHung reports whether the server of drive id of m fails to answer a
+// call that needs no drive I/O within pingTimeout: asked after a probe of
+// the drive timed out, it tells a server that accepts connections but
+// never answers (stopped, hung, cut off) from a drive that is merely slow.
+func (s *Service) serverHung(ctx context.Context, m *clustermap.Map, id placement.DriveID) bool {
+	if s.servers == nil {
+		return false
+	}
+	sc, err := s.servers.Server(m, id)
+	if err != nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	err = sc.Ping(pctx)
+	return err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rpc.ErrUnavailable))
+}
