@@ -1,8 +1,16 @@
 // Package cluster assembles poolfs: it starts the services of a
 // one-machine cluster in one process (Start, used by `poolfs up` and by the
-// end-to-end tests) and connects a client to a running cluster through the
-// files that `up` writes into its directory (Connect, used by every other
-// command).
+// end-to-end tests), or one service of a cluster of several machines
+// (StartMgmt for `poolfs mgmt`, StartStorage for `poolfs storage`, which
+// registers its drives with the management service and registers again
+// every few seconds), and connects a client to a running cluster through
+// the files in its directory (Connect, used by every other command; a
+// machine that joined finds the metadata servers in the map).
+//
+// A cluster of several machines starts with Create (secret, id,
+// cluster.json naming the management address) and a join Token that
+// carries them to the other machines (Join writes their directories). The
+// token holds the secret: it is never logged.
 //
 // The directory of a cluster holds:
 //

@@ -15,6 +15,15 @@
 // failed and rebuilt. Every change is a map epoch and an event (drive.down,
 // drive.up, drive.failed).
 //
+// Servers (servers.go). On several machines, storage servers register
+// their drives with a Registry (name, address, rack and enclosure labels:
+// the drives' failure domain is {rack, enclosure, server}); a pool is made
+// of the drives waiting for it, and later servers' drives join it. A probe
+// whose server refuses or drops connections, or times out while the server
+// does not answer a call without drive I/O (a hung server), marks every up
+// drive of that server down in one epoch (ServerDown), so a client placing
+// a stripe again never picks another drive of a dead server.
+//
 // Slow drives (slow.go). Each probe is timed. A drive whose probes take
 // longer than max(floor, factor × the median of its peers') several times in
 // a row is flagged slow (status, event drive.slow) and cleared when it is
