@@ -358,7 +358,6 @@ func TestSeveralHosts(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(client.DefaultMapMaxAge) // the clients' maps say s4 is up
 	for i := range 2 {
 		for _, f := range append(all, during...) {
 			if err := checkFile(mounts[i], f); err != nil {

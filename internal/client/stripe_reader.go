@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"poolfs/internal/clustermap"
@@ -28,7 +29,32 @@ import (
 //
 // On return no fetch writes into b any more: the buffer of a fetch still
 // running is swapped out of b for a new one and left to it.
+//
+// A stripe that reads as lost is read once more with its record and the
+// map fetched again, if either changed: a rebuild or a resync may have
+// moved its fragments since the caller read the record (a mount keeps a
+// file's records), and drives the cached map says are down may be back.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
+	shards, err := c.readStripeOnce(ctx, lay, ino, rec, b, name)
+	if err == nil || !errors.Is(err, ErrDataLoss) {
+		return shards, err
+	}
+	old, _ := c.Map(ctx)
+	m, merr := c.RefreshMap(ctx)
+	recs, rerr := c.meta.Stripes(ctx, ino, rec.Stripe, rec.Stripe)
+	if merr != nil || rerr != nil || len(recs) != 1 || recs[0].Gen != rec.Gen {
+		return nil, err
+	}
+	fresh := rec
+	fresh.Drives = recs[0].Drives
+	if slices.Equal(fresh.Drives, rec.Drives) && old != nil && old.Epoch == m.Epoch {
+		return nil, err // nothing changed: the stripe is lost
+	}
+	return c.readStripeOnce(ctx, lay, ino, fresh, b, name)
+}
+
+// readStripeOnce is readStripe with the record and map it is given.
+func (c *Client) readStripeOnce(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
 	if name == "" {
 		name = fmt.Sprintf("inode %d", ino) // a File opened by inode (the mount)
 	}

@@ -229,7 +229,9 @@ func (l *Lab) close() {
 	cmds, hosts := l.mu.cmds, l.mu.hosts
 	l.mu.Unlock()
 	for _, c := range cmds {
-		if c.Process != nil && c.ProcessState == nil {
+		// Process.Signal, unlike ProcessState, is safe beside a Wait in
+		// another goroutine, and fails once the process was reaped.
+		if c.Process != nil && c.Process.Signal(syscall.Signal(0)) == nil {
 			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 			_ = c.Process.Signal(syscall.SIGKILL)
 		}
