@@ -75,6 +75,10 @@ func (s *Service) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
 	return rep, nil
 }
 
+// gcDeletes is how many queue items the collector deletes the fragments
+// of at once.
+const gcDeletes = 16
+
 // maxStuck bounds the queue items one collector run steps over because a
 // drive they need is down: beyond it, the rest waits for the next run.
 const maxStuck = 1 << 16
@@ -106,26 +110,53 @@ func (s *Service) drainQueue(ctx context.Context, m *clustermap.Map, rep *GCRepo
 		if err := s.store.Sync(ctx); err != nil {
 			return err
 		}
-		var done []uint64
+		// The fragments of up to gcDeletes items at once, each item's on
+		// all its drives at once: one at a time, a collector behind busy
+		// drives fell behind the writers (folds of the delta log replace
+		// a stripe a second), and their garbage piled up on the drives.
+		var (
+			mu   sync.Mutex
+			wg   sync.WaitGroup
+			done []uint64
+			sem  = make(chan struct{}, gcDeletes)
+		)
 		for _, it := range items {
-			ok := true
-			for i, id := range it.Drives {
-				key := erasure.FragmentKey{Ino: uint64(it.Ino), Stripe: it.Stripe, Gen: it.Gen, Index: uint8(i)}
-				if err := s.deleteFragment(ctx, m, placement.DriveID(id), key); err != nil {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				errs := make([]error, len(it.Drives))
+				var fw sync.WaitGroup
+				for i, id := range it.Drives {
+					fw.Add(1)
+					go func() {
+						defer fw.Done()
+						key := erasure.FragmentKey{Ino: uint64(it.Ino), Stripe: it.Stripe, Gen: it.Gen, Index: uint8(i)}
+						errs[i] = s.deleteFragment(ctx, m, placement.DriveID(id), key)
+					}()
+				}
+				fw.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				ok := true
+				for _, err := range errs {
+					if err == nil {
+						rep.Fragments++
+						continue
+					}
 					ok = false
 					if !errors.Is(err, errDriveDown) {
 						rep.Errors = append(rep.Errors, err.Error())
 					}
-					continue
 				}
-				rep.Fragments++
-			}
-			if ok {
-				done = append(done, it.Seq)
-			} else {
-				stuck++
-			}
+				if ok {
+					done = append(done, it.Seq)
+				} else {
+					stuck++
+				}
+			}()
 		}
+		wg.Wait()
 		if err := s.store.GCDone(ctx, done); err != nil {
 			return err
 		}
