@@ -36,7 +36,7 @@ import (
 // file's records), and drives the cached map says are down may be back.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
 	shards, err := c.readStripeOnce(ctx, lay, ino, rec, b, name)
-	if err == nil || !errors.Is(err, ErrDataLoss) {
+	if err == nil || !errors.Is(err, ErrDataLoss) || c.meta == nil {
 		return shards, err
 	}
 	old, _ := c.Map(ctx)
