@@ -33,6 +33,10 @@ type Options struct {
 // DefaultMaxHistory is the default of Options.MaxHistory.
 const DefaultMaxHistory = 1000
 
+// trendSave is the longest an evaluation goes without saving (the fill
+// trends change at every one).
+const trendSave = 10 * time.Minute
+
 // saveTimeout bounds a save that has no context of its own (Ack, delivery
 // records).
 const saveTimeout = 10 * time.Second
@@ -57,6 +61,8 @@ type Engine struct {
 		// seen is when each open alert's condition was last seen (not
 		// saved: after a restart, an alert not seen resolves at once).
 		seen map[string]time.Time
+		// savedAt is the State.Now of the last save by Evaluate.
+		savedAt time.Time
 	}
 }
 
@@ -144,11 +150,17 @@ func (e *Engine) Evaluate(ctx context.Context, st State) error {
 	if changed {
 		e.trimLocked()
 	}
+	// The fill trends are saved with the alerts, and at least every
+	// trendSave, so that a restart keeps them.
+	save := changed || st.Now.Sub(e.mu.savedAt) >= trendSave
+	if save {
+		e.mu.savedAt = st.Now
+	}
 	e.mu.Unlock()
 	for _, n := range notes {
 		e.enqueue(n)
 	}
-	if changed {
+	if save {
 		return e.save(ctx)
 	}
 	return nil

@@ -87,6 +87,35 @@ func TestPersistAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestTrendSurvivesRestart checks that the fill trend is saved (at least
+// every trendSave, with no alert changing) and that an engine restarted
+// on it judges the time to full without waiting for a new span.
+func TestTrendSurvivesRestart(t *testing.T) {
+	store := &memStore{}
+	e1, _ := NewEngine(Options{Store: store})
+	for i := range 40 { // 40 minutes at 500 of 1000: flat, no alert
+		mustEval(t, e1, healthy(t0.Add(time.Duration(i)*time.Minute)))
+	}
+	if len(e1.Open()) != 0 {
+		t.Fatalf("open %+v", e1.Open())
+	}
+	e2, _ := NewEngine(Options{Store: store})
+	if err := e2.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := healthy(t0.Add(40 * time.Minute))
+	st.Pools[0].UsedRaw = 700 // a jump: the saved samples and this one give a steep line
+	mustEval(t, e2, st)
+	if open := e2.Open(); len(open) != 1 || open[0].Rule != RuleTimeToFull {
+		t.Fatalf("open after restart %+v: want pool.time-to-full from the saved trend", open)
+	}
+	fresh, _ := NewEngine(Options{})
+	mustEval(t, fresh, st)
+	if open := fresh.Open(); len(open) != 0 {
+		t.Fatalf("an engine with no trend alerted: %+v", open)
+	}
+}
+
 // TestAck checks the acknowledgment rules.
 func TestAck(t *testing.T) {
 	e, err := NewEngine(Options{Now: func() time.Time { return t0 }})
