@@ -330,6 +330,12 @@ func TestSeveralHosts(t *testing.T) {
 		return rows["s4"] != nil && rows["s4"][2] == "3"
 	})
 	t.Logf("hung server marked down after %v", time.Since(stopped).Round(100*time.Millisecond))
+	// As a server, its drives all at once (a probe that timed out while the
+	// server does not answer, or a handshake that timed out), not as three
+	// slow drives one by one.
+	if ev := runOn(t, c2, "-c", dir("c2"), "events"); len(regexp.MustCompile(`drive\.down\s+d\d+\s+server s4 (hangs|does not answer)`).FindAllString(ev, -1)) != 3 {
+		t.Errorf("events do not take s4's 3 drives down as its server's:\n%s", ev)
+	}
 	all := append(append(append([]labFile(nil), files[0]...), files[1]...), append(written[0], written[1]...)...)
 	for i := range 2 {
 		for _, f := range all {
