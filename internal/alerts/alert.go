@@ -25,6 +25,7 @@ const (
 	RuleRebuildBlocked = "rebuild.impossible"
 	RuleDataLoss       = "data.loss"         // stripes lost more fragments than parity covers
 	RulePreservation   = "pool.preservation" // the rebuild capacity a pool reserves is used up
+	RuleHostSpace      = "host.space-low"    // a host file system has less left than its drives may take
 	RuleServerDown     = "server.down"       // every drive of a server is down or failed
 	RuleClockSkew      = "clock.skew"        // a peer's clock differs from the management service's
 	RuleTest           = "test"              // a test notification (never stored)

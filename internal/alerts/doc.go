@@ -22,6 +22,7 @@
 //	rebuild.impossible  pool P     critical: recovery cannot restore every stripe (too few drives, no room, tasks failing)
 //	data.loss           pool P     critical: stripes lost more fragments than parity covers
 //	pool.preservation   pool P     warning: the rebuild capacity the pool reserves is used up
+//	host.space-low      server S   warning: a host file system has less left than its drives may take
 //	server.down         server S   critical: every drive of the server is down or failed
 //	clock.skew          server S…  warning ≥ 1s, critical ≥ 10s from the management service's clock
 //

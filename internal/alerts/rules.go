@@ -147,6 +147,9 @@ func conditions(st State, t Thresholds, mem *memory) []Condition {
 		}
 	}
 	driveRules(st, t, add)
+	for _, h := range st.HostsShort {
+		add(RuleHostSpace, "server "+h.Server, Warning, "%s", h.Message)
+	}
 	for _, c := range st.Clocks {
 		skew := c.Skew.Abs()
 		switch {

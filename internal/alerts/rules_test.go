@@ -57,6 +57,9 @@ func TestRules(t *testing.T) {
 		}}, want{RuleServerDown, "server s1", Critical, "none of its 2 drives"}},
 		{"preservation used up", []func(*State, int){func(st *State, _ int) { st.Pools[0].Preservation, st.Pools[0].PreservationLeft = 200, -5 }},
 			want{RulePreservation, "pool default", Warning, "used up its preservation capacity"}},
+		{"host space low", []func(*State, int){func(st *State, _ int) {
+			st.HostsShort = []HostShort{{Server: "s1", Message: "host file system of server s1 has 1 GiB free"}}
+		}}, want{RuleHostSpace, "server s1", Warning, "1 GiB free"}},
 		{"data loss", []func(*State, int){func(st *State, _ int) { st.Pools[0].LostStripes, st.Pools[0].LostFiles = 3, 2 }},
 			want{RuleDataLoss, "pool default", Critical, "3 stripes of 2 files"}},
 		{"rebuild impossible", []func(*State, int){func(st *State, _ int) { st.Pools[0].Incomplete = "too few drives in service" }},

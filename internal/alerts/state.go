@@ -13,6 +13,15 @@ type State struct {
 	// Clocks are the peers whose clocks were compared with the
 	// management service's (storage servers, mounts).
 	Clocks []Clock
+	// HostsShort are the host file systems whose drives may take more
+	// than they have left.
+	HostsShort []HostShort
+}
+
+// HostShort is a host file system running short, in a State.
+type HostShort struct {
+	Server  string
+	Message string
 }
 
 // Pool is one pool in a State.

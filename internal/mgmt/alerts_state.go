@@ -22,6 +22,11 @@ func (s *Service) alertState(st *Status, now time.Time) alerts.State {
 			LostStripes: r.LostStripes, LostFiles: len(r.Lost),
 			Preservation: p.PreservationReserved, PreservationLeft: p.Capacity.Raw - p.Capacity.UsableRaw})
 	}
+	for _, h := range st.Hosts {
+		if h.Short() {
+			out.HostsShort = append(out.HostsShort, alerts.HostShort{Server: h.Server, Message: h.Note()})
+		}
+	}
 	servers := map[string]bool{}
 	for _, d := range st.Drives {
 		ad := alerts.Drive{ID: d.ID, Server: d.Server, State: string(d.State), Slow: d.Slow}

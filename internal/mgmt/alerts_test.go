@@ -40,6 +40,7 @@ func TestAlertState(t *testing.T) {
 		Pools: []PoolStatus{{ID: 3, Name: "p", Capacity: clustermap.Capacity{Raw: 1100, UsableRaw: 1000}, UsedRaw: 900, PreservationReserved: 200}},
 		Drives: []DriveStatus{{ID: "d00", Server: "s0", State: clustermap.StateDown, DownSince: down.UnixNano()},
 			{ID: "d01", Server: "s1", State: clustermap.StateUp, Slow: "slow"}},
+		Hosts: []HostSpace{{Server: "s0", Drives: 1, Free: 10, Promised: 20}, {Server: "s1", Drives: 1, Free: 20, Promised: 10}},
 		Rebuild: RebuildStatus{Pools: []RebuildStatus{{Pool: 3, Active: true, Kind: "rebuild", BytesDone: 77, Incomplete: "too few drives",
 			Blocked: 2, LostStripes: 4, Lost: []LostFile{{Ino: 1}, {Ino: 2}}}}},
 	}
@@ -52,6 +53,9 @@ func TestAlertState(t *testing.T) {
 	}
 	if len(got.Drives) != 2 || got.Drives[0].State != "down" || !got.Drives[0].DownSince.Equal(down) || got.Drives[1].Slow != "slow" {
 		t.Fatalf("drives %+v", got.Drives)
+	}
+	if len(got.HostsShort) != 1 || got.HostsShort[0].Server != "s0" || got.HostsShort[0].Message != st.Hosts[0].Note() {
+		t.Fatalf("hosts short %+v", got.HostsShort)
 	}
 	if len(got.Servers) != 2 || got.Servers[0] != "s0" || got.Servers[1] != "s1" || !got.Now.Equal(down.Add(time.Hour)) {
 		t.Fatalf("servers %v, now %v", got.Servers, got.Now)
