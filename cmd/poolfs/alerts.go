@@ -133,18 +133,14 @@ func printAlertsJSON(v any) error {
 
 func printAlerts(as []alerts.Alert, all bool) error {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	head := "id\tseverity\trule\tsubject\tsince\tacknowledged\tdelivery\t"
+	head := "id\tseverity\trule\tsubject\tsince\t"
 	if all {
 		head += "resolved\t"
 	}
-	fmt.Fprintln(tw, head+"message")
+	fmt.Fprintln(tw, head+"acknowledged\tdelivery\tmessage")
 	for _, a := range as {
-		ack := "-"
-		if a.AckedBy != "" {
-			ack = a.AckedBy + " " + a.AckedAt.Local().Format(time.DateTime)
-		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t", a.ID, strings.ToUpper(string(a.Severity)), a.Rule, a.Subject,
-			a.Started.Local().Format(time.DateTime), ack, deliverySummary(a))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t", a.ID, strings.ToUpper(string(a.Severity)), a.Rule, a.Subject,
+			a.Started.Local().Format(time.DateTime))
 		if all {
 			res := "open"
 			if !a.Open() {
@@ -152,7 +148,11 @@ func printAlerts(as []alerts.Alert, all bool) error {
 			}
 			row += res + "\t"
 		}
-		fmt.Fprintln(tw, row+a.Message)
+		ack := "-"
+		if a.AckedBy != "" {
+			ack = a.AckedBy + " " + a.AckedAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", row, ack, deliverySummary(a), a.Message)
 	}
 	return tw.Flush()
 }
