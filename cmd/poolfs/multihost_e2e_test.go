@@ -170,7 +170,9 @@ func checkFile(dir string, f labFile) error {
 // host: PostgreSQL, mgmt, meta, four storage servers of three drives each,
 // and two clients that mount. Files written through either mount read back
 // byte for byte through the other; a storage server killed (SIGKILL) while
-// both clients write and read costs no client error and no byte.
+// both clients write and read costs no client error and no byte; so do a
+// server restarted within the grace, a server stopped with SIGSTOP and
+// resumed, and a server whose link is cut and restored.
 func TestSeveralHosts(t *testing.T) {
 	lab := netlab.New(t)
 	pg, mg, md := lab.AddHost("pg"), lab.AddHost("mgmt"), lab.AddHost("meta")
@@ -369,6 +371,36 @@ func TestSeveralHosts(t *testing.T) {
 			if err := checkFile(mounts[i], f); err != nil {
 				t.Errorf("after s4 came back: %v", err)
 			}
+		}
+	}
+
+	// s1's link is cut (ip link set down: packets vanish, nothing is
+	// refused) and restored within the grace.
+	if err := srv[0].LinkDown(); err != nil {
+		t.Fatal(err)
+	}
+	waitServers(t, c2, dir("c2"), hangDetection, "s1 down", func(rows map[string][]string) bool {
+		return rows["s1"] != nil && rows["s1"][2] == "3"
+	})
+	for _, f := range append(all, during...) {
+		if err := checkFile(mounts[0], f); err != nil {
+			t.Errorf("while s1 is cut off: %v", err)
+		}
+	}
+	if err := srv[0].LinkUp(); err != nil {
+		t.Fatal(err)
+	}
+	waitServers(t, c2, dir("c2"), 20*time.Second, "all drives up after the link came back", func(rows map[string][]string) bool {
+		for _, r := range rows {
+			if r[1] != r[0] {
+				return false
+			}
+		}
+		return true
+	})
+	for _, f := range append(all, during...) {
+		if err := checkFile(mounts[1], f); err != nil {
+			t.Errorf("after s1's link came back: %v", err)
 		}
 	}
 }
