@@ -24,7 +24,8 @@
 //	pool.preservation   pool P     warning: the rebuild capacity the pool reserves is used up
 //	host.space-low      server S   warning: a host file system has less left than its drives may take
 //	server.down         server S   critical: every drive of the server is down or failed
-//	clock.skew          server S…  warning ≥ 1s, critical ≥ 10s from the management service's clock
+//	clock.skew          server S   warning ≥ 1s, critical ≥ 10s from the management service's clock
+//	                    mount H:P  (the same for a mount, from its I/O reports)
 //
 // Invariants:
 //   - at most one alert per rule and subject is open; an alert opens the
@@ -32,7 +33,8 @@
 //     where it was last seen Thresholds.ResolveAfter ago or more (default
 //     1m, which damps a condition that comes and goes);
 //   - alert IDs are decimal numbers that grow with each new alert and are
-//     never reused, across restarts;
+//     never reused, across restarts (a record kept aside as undecodable
+//     starts the count again);
 //   - every opening, change of severity and resolution is saved (Store)
 //     and queued on every channel; evaluation never waits for a delivery;
 //   - each channel delivers in the order the notifications were made,
