@@ -14,6 +14,10 @@ import (
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/dashboard"
+	"poolfs/internal/metarpc"
+	"poolfs/internal/mgmt"
+	"poolfs/internal/rpc"
+	"poolfs/internal/storage"
 )
 
 // dashFlags are the dashboard options of `poolfs up`.
@@ -82,7 +86,8 @@ func firstAdmin(users *dashboard.Users, f dashFlags) error {
 	return users.Add("admin", dashboard.RoleAdmin, pw)
 }
 
-// startDashboard serves the dashboard of the running cluster in dir until
+// startDashboard serves the dashboard of the running cluster in dir (its
+// management service: `poolfs up` or `poolfs mgmt`) until
 // ctx ends; the returned function stops it (and saves its history). A
 // default address already in use is a warning, not an error: another
 // cluster's dashboard may hold it.
@@ -113,16 +118,24 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 		fmt.Fprintf(os.Stderr, "poolfs: no dashboard: %v (choose another address with --dashboard)\n", err)
 		return func() {}, nil
 	}
-	conn, err := cluster.Connect(ctx, dir, clientOptions())
+	// The dashboard is a client of the management service only (not of
+	// the metadata service, which may start later on another machine).
+	info, secret, err := cluster.ReadInfo(dir)
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	srv, err := dashboard.New(dashboard.Config{Cluster: conn.Mgmt, Clients: conn.Mgmt, Alerts: conn.Mgmt, Users: users, Dir: dir,
-		Logger: log})
+	rc, err := rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: rpc.NewErrorTable(append(storage.ErrorCodes(),
+		metarpc.ErrorCodes()...)...)})
 	if err != nil {
 		ln.Close()
-		conn.Close()
+		return nil, fmt.Errorf("dashboard: connect to the management service %s: %w", info.Mgmt, err)
+	}
+	mc := mgmt.NewClient(rc)
+	srv, err := dashboard.New(dashboard.Config{Cluster: mc, Clients: mc, Alerts: mc, Users: users, Dir: dir, Logger: log})
+	if err != nil {
+		ln.Close()
+		rc.Close()
 		return nil, err
 	}
 	srv.Start()
@@ -143,6 +156,6 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 		cancel()
 		<-done
 		srv.Close()
-		conn.Close()
+		rc.Close()
 	}, nil
 }

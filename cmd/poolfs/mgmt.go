@@ -15,6 +15,7 @@ import (
 func mgmtCmd(g *globals) *cobra.Command {
 	var cfg cluster.MgmtConfig
 	var verbose bool
+	var df dashFlags
 	cmd := &cobra.Command{
 		Use:   "mgmt",
 		Short: "Run the management service of a cluster of several machines (map, failure detection, rebuild, collector, scrub)",
@@ -26,6 +27,9 @@ servers and rebuilds them.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnPasswordArg("--db", cfg.DB)
 			cfg.Dir = g.dir
+			if err := df.check(cmd); err != nil {
+				return err
+			}
 			level := slog.LevelWarn
 			if verbose {
 				level = slog.LevelInfo
@@ -37,6 +41,11 @@ servers and rebuilds them.`,
 			}
 			defer n.Close()
 			fmt.Printf("poolfs mgmt: serving on %s over %s\n", n.Addr, postgres.Redact(cfg.DB))
+			stopDash, err := startDashboard(cmd.Context(), g.dir, df, cfg.Logger)
+			if err != nil {
+				return err
+			}
+			defer stopDash()
 			<-cmd.Context().Done()
 			return nil
 		},
@@ -46,6 +55,7 @@ servers and rebuilds them.`,
 	f.StringVar(&cfg.Listen, "listen", "", "RPC address: the one given to cluster create --mgmt (required)")
 	f.DurationVar(&cfg.HealthInterval, "health-interval", 0, "how often every drive is probed (default 1s)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
+	df.add(cmd)
 	_ = cmd.MarkFlagRequired("db")
 	_ = cmd.MarkFlagRequired("listen")
 	return cmd
