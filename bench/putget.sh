@@ -39,7 +39,7 @@ echo "poolfs up (12 drives, 8+2, 1 MiB unit, drive format ${DRIVE_FORMAT:-defaul
   ${DRIVE_FORMAT:+--drive-format "$DRIVE_FORMAT"} >"$work/up.log" 2>&1 &
 up=$!
 mkdir -p "$work/mnt"
-trap 'fusermount3 -u -z "$work/mnt" 2>/dev/null; kill $up ${mnt:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$work/cluster" "$work/fio.dat"' EXIT
+trap 'fusermount3 -u -z "$work/mnt" 2>/dev/null || true; kill $up ${mnt:-} 2>/dev/null || true; wait $up 2>/dev/null || true; rm -rf "$work/cluster" "$work/fio.dat"' EXIT
 for _ in $(seq 100); do grep -q '"pid"' "$work/cluster/cluster.json" 2>/dev/null && break; sleep 0.1; done
 cat "$work/fio.dat" >/dev/null   # the source comes from the page cache
 t0=$(now); "$bin" put -q -c "$work/cluster" "$work/fio.dat" /big; t1=$(now)
