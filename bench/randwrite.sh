@@ -39,7 +39,7 @@
 #   bench/randwrite.sh [SIZE_MIB=4096] [RUNTIME_SEC=60] [WORKDIR=./bench/out/randwrite]
 #
 # Needs root (drop caches), fio with libaio and /dev/fuse; takes about
-# 2 x 2 x RUNTIME plus the layouts, the settling (POOLFS_SETTLE_SEC, default
+# 3 x 2 x RUNTIME (local, null mount, poolfs) plus the layouts, the settling (POOLFS_SETTLE_SEC, default
 # 120, at most per phase) and the reference. POOLFS_MOUNT_FLAGS adds
 # `poolfs up` flags. POOLFS_GARBAGE_BUDGET_MIB, if set, is the garbage budget
 # the on-disk target allows beyond 1.5x the raw live bytes. Prints Markdown.
