@@ -50,6 +50,7 @@ func (s *sampler) run(ctx context.Context, tick time.Duration) {
 			if now.Sub(lastMinute) >= time.Minute {
 				lastMinute = now
 				s.sampleUsed(ctx, now)
+				s.rates.Prune(now.Add(-10 * time.Minute))
 				s.save()
 			}
 		}

@@ -18,5 +18,6 @@
 //
 // Rate turns cumulative counters (bytes read since a drive was opened)
 // into per-second rates and skips the sample in which a counter went
-// backwards (its server restarted).
+// backwards (its server restarted); Prune forgets the counters no longer
+// reported (a replaced drive, a client gone).
 package history

@@ -155,6 +155,10 @@ func TestRate(t *testing.T) {
 	if v, ok := r.Observe("c", t0.Add(4*time.Second), 20); !ok || v != 10 {
 		t.Fatalf("rate after restart %v %v, want 10", v, ok)
 	}
+	r.Prune(t0.Add(5 * time.Second))
+	if _, ok := r.Observe("c", t0.Add(6*time.Second), 30); ok {
+		t.Fatal("a pruned counter gave a rate")
+	}
 }
 
 func FuzzDecode(f *testing.F) {

@@ -173,3 +173,15 @@ func (r *Rate) Observe(name string, t time.Time, v int64) (rate float64, ok bool
 	}
 	return float64(v-p.v) / dt, true
 }
+
+// Prune forgets the counters last observed before t (drives replaced,
+// clients gone), so that the table does not grow with them.
+func (r *Rate) Prune(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, c := range r.prev {
+		if c.t.Before(t) {
+			delete(r.prev, k)
+		}
+	}
+}
