@@ -7,16 +7,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"poolfs/internal/fusefs"
 	"poolfs/internal/iostats"
+	"poolfs/internal/metrics"
 )
 
 // statsFlags are the per-job statistics options of a mount.
 type statsFlags struct {
 	jobVars  string
 	interval time.Duration
+	reg      prometheus.Registerer // if set, the mount's totals are exported there
 }
 
 func (f *statsFlags) add(cmd *cobra.Command) {
@@ -39,6 +42,9 @@ func (f *statsFlags) start(o *fusefs.Options, mountDir string, send iostats.Send
 		return nil, fmt.Errorf("--stats-interval %v: want a positive duration or 0", f.interval)
 	}
 	o.Stats, o.Jobs = iostats.NewRecorder(), iostats.NewJobResolver(vars, "")
+	if f.reg != nil {
+		f.reg.MustRegister(metrics.ClientCollector(o.Stats))
+	}
 	if f.interval == 0 {
 		return func() {}, nil
 	}

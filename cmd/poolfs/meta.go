@@ -13,6 +13,7 @@ import (
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/postgres"
 	"poolfs/internal/metarpc"
+	"poolfs/internal/metrics"
 	"poolfs/internal/rpc"
 )
 
@@ -20,6 +21,7 @@ import (
 // PostgreSQL store. Any number of them may serve one store.
 func metaCmd(g *globals) *cobra.Command {
 	var db, listen, join, advertise string
+	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "meta",
 		Short: "Run a stand-alone metadata server over a shared PostgreSQL store",
@@ -47,7 +49,12 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 				return err
 			}
 			defer eng.Close()
-			srv := rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()})
+			opts := rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()}
+			reg := mflag.registry("meta")
+			if reg != nil {
+				opts.Observe = metrics.NewRPC(reg).Observe
+			}
+			srv := rpc.NewServer(secret, opts)
 			st := meta.New(eng, meta.Options{Logger: log})
 			metarpc.Register(srv, st)
 			go st.ReapSessions(cmd.Context(), 5*time.Second)
@@ -65,6 +72,12 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 					return err
 				}
 			}
+			stopMetrics, err := mflag.serve(reg)
+			if err != nil {
+				ln.Close()
+				return err
+			}
+			defer stopMetrics()
 			go func() {
 				<-cmd.Context().Done()
 				srv.Close()
@@ -78,6 +91,7 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9402", "RPC address")
 	cmd.Flags().StringVar(&join, "join", "", "join token (from `poolfs cluster create`): join the cluster of several machines first; the server then announces itself to its management service")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "address clients reach this server at, announced to the management service of a joined cluster (default: --listen)")
+	mflag.add(cmd, defaultMetaMetrics)
 	_ = cmd.MarkFlagRequired("db")
 	return cmd
 }

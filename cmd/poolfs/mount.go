@@ -61,6 +61,7 @@ func mountCmd(g *globals) *cobra.Command {
 	var mf mountFlags
 	var background bool
 	var logPath string
+	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "mount MOUNTPOINT",
 		Short: "Mount the file system with FUSE until Ctrl-C, SIGTERM or umount",
@@ -89,17 +90,28 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 			if err != nil {
 				return err
 			}
+			reg := mflag.registry("mount")
+			if reg != nil {
+				mf.stats.reg = reg
+			}
 			stopStats, err := mf.stats.start(&o, abs, conn.Mgmt.ReportIO)
 			if err != nil {
 				notifyMountStarted(err)
 				return err
 			}
 			defer stopStats()
+			stopMetrics, err := mflag.serve(reg)
+			if err != nil {
+				notifyMountStarted(err)
+				return err
+			}
+			defer stopMetrics()
 			return serveMount(cmd.Context(), conn.Client, args[0], o)
 		},
 	}
 	mf.add(cmd)
 	cmd.Flags().BoolVar(&background, "background", false, "detach: return once the file system is mounted, keep serving it in a background process (umount MOUNTPOINT stops it)")
+	mflag.add(cmd, "")
 	cmd.Flags().StringVar(&logPath, "log", "", "with --background: append the mount's messages to this file (default: discard)")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/meta/postgres"
+	"poolfs/internal/metrics"
 )
 
 func upCmd(g *globals) *cobra.Command {
@@ -20,6 +21,7 @@ func upCmd(g *globals) *cobra.Command {
 	var mountDir string
 	var mf mountFlags
 	var df dashFlags
+	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start a one-machine cluster: management, metadata (SQLite) and a storage server with emulated drives",
@@ -64,11 +66,20 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			warnPasswordArg("--meta", cfg.Meta)
+			reg := mflag.registry("up")
+			if reg != nil {
+				cfg.WrapDrive = metrics.NewDrives(reg).Wrap
+				cfg.ObserveRPC = metrics.NewRPC(reg).Observe
+			}
 			c, err := cluster.Start(cmd.Context(), cfg)
 			if err != nil {
 				return storeAdvice(err, g.dir)
 			}
 			defer c.Close()
+			if reg != nil {
+				reg.MustRegister(c.Mgmt.Collector())
+				mf.stats.reg = reg // the in-process mount's totals
+			}
 			st, err := c.Mgmt.Status(cmd.Context())
 			if err != nil {
 				return err
@@ -83,6 +94,11 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 				return err
 			}
 			defer stopDash()
+			stopMetrics, err := mflag.serve(reg)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			fmt.Printf("try: poolfs -c %s put FILE /FILE ; poolfs -c %s status   (Ctrl-C stops)\n", c.Config.Dir, c.Config.Dir)
 			if mountDir != "" {
 				unmount, err := mountUp(c, mountDir, mf)
@@ -118,5 +134,6 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 	f.StringVar(&mountDir, "mount", "", "also mount the file system on this directory (FUSE), unmounted at exit")
 	mf.add(cmd)
 	df.add(cmd)
+	mflag.add(cmd, defaultUpMetrics)
 	return cmd
 }

@@ -73,6 +73,11 @@ type Config struct {
 	// or takes alerts.DefaultConfig() if there is none.
 	Alerts *alerts.Config
 	Logger *slog.Logger
+	// WrapDrive, if set, wraps every drive this server opens, under the
+	// fault injection layer (metrics count the drive's I/O this way).
+	WrapDrive func(id placement.DriveID, d chunkstore.Drive) chunkstore.Drive
+	// ObserveRPC, if set, is the RPC server's rpc.ServerOptions.Observe.
+	ObserveRPC func(method string, d time.Duration, err error)
 }
 
 func (c *Config) setDefaults() {

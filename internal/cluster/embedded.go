@@ -182,7 +182,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	errs := rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
-	c.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: c.log, Errors: errs})
+	c.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: c.log, Errors: errs, Observe: cfg.ObserveRPC})
 	c.storage = storage.NewServer(drives, c.log)
 	c.storage.SetPeers(c.Mgmt.Map, c.dialer)
 	if err := c.storage.SetWriteLimits(m); err != nil {
@@ -321,7 +321,7 @@ func (c *Cluster) openDrives(m *clustermap.Map) (map[placement.DriveID]chunkstor
 				errs = append(errs, fmt.Errorf("cluster: drive %v: %w", d.ID, err))
 				return
 			}
-			out[d.ID] = emulate(ld, d)
+			out[d.ID] = emulate(ld, d, c.Config.WrapDrive)
 			c.mu.Lock()
 			c.local = append(c.local, ld)
 			c.mu.Unlock()

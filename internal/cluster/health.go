@@ -9,12 +9,13 @@ import (
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/placement"
 )
 
 // emulate wraps a local drive as the map describes it: the speed model
 // (chunkstore.Throttle) and, outermost, fault injection (WithFaults), so
 // that `poolfs drive fault` and `drive fail` act at once on every I/O.
-func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
+func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive, wrap func(placement.DriveID, chunkstore.Drive) chunkstore.Drive) chunkstore.Drive {
 	var drv chunkstore.Drive = ld
 	if d.Model != "" && d.Model != "none" {
 		if m, err := chunkstore.ModelByName(d.Model); err == nil {
@@ -23,6 +24,9 @@ func emulate(ld *chunkstore.LocalDrive, d clustermap.Drive) chunkstore.Drive {
 			}
 			drv = chunkstore.Throttle(drv, m, nil)
 		}
+	}
+	if wrap != nil {
+		drv = wrap(d.ID, drv)
 	}
 	return chunkstore.WithFaults(drv)
 }

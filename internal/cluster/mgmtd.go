@@ -26,6 +26,8 @@ type MgmtConfig struct {
 	// Config (GC 5s, metadata check 10m, health 1s, rebuild 30s).
 	GCInterval, MetaCheckInterval, HealthInterval, RebuildInterval time.Duration
 	Logger                                                         *slog.Logger
+	// ObserveRPC is as in Config (metrics).
+	ObserveRPC func(method string, d time.Duration, err error)
 }
 
 // MgmtNode is a running management service.
@@ -85,7 +87,7 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		return nil, fmt.Errorf("cluster: listen: %w", err)
 	}
 	n.Addr = ln.Addr().String()
-	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: allErrors()})
+	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: allErrors(), Observe: cfg.ObserveRPC})
 	n.Mgmt.Register(n.rpc)
 	n.Registry.Register(n.rpc)
 	n.wg.Add(1)

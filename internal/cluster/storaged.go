@@ -39,6 +39,9 @@ type StorageConfig struct {
 	// 2s): a new pool or a restarted management service learns it so.
 	RegisterInterval time.Duration
 	Logger           *slog.Logger
+	// WrapDrive and ObserveRPC are as in Config (metrics).
+	WrapDrive  func(id placement.DriveID, d chunkstore.Drive) chunkstore.Drive
+	ObserveRPC func(method string, d time.Duration, err error)
 }
 
 // StorageNode is a running storage server.
@@ -100,7 +103,7 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 		n.spec.Addr = n.Addr
 	}
 	n.server = storage.NewServer(nil, n.log)
-	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: n.log, Errors: storage.Errors()})
+	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: n.log, Errors: storage.Errors(), Observe: cfg.ObserveRPC})
 	n.server.Register(n.rpc)
 	n.wg.Add(1)
 	go func() {
@@ -235,7 +238,7 @@ func (n *StorageNode) register(ctx context.Context) error {
 		if err != nil {
 			continue // a newer map than reg's is fetched next time
 		}
-		n.server.SetDrive(rd.ID, emulate(n.local[rd.Path], *d))
+		n.server.SetDrive(rd.ID, emulate(n.local[rd.Path], *d, n.cfg.WrapDrive))
 		n.served[rd.ID] = true
 		n.log.Info("serving drive", "drive", rd.ID.String(), "path", rd.Path)
 	}

@@ -101,14 +101,14 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	return (lo + hi) / 2
 }
 
-// Buckets calls fn with the upper bound of every bucket (the last one's is
-// its lower bound doubled) and the count of latencies below it, in
+// Buckets calls fn with the bounds of every bucket, [lo, hi) (the last
+// one's hi is its lo doubled), and the count of latencies below hi, in
 // increasing order: the cumulative form Prometheus histograms take.
-func (h *Histogram) Buckets(fn func(upper time.Duration, cumulative uint64)) {
+func (h *Histogram) Buckets(fn func(lo, hi time.Duration, cumulative uint64)) {
 	var seen uint64
 	for i, c := range h {
 		seen += c
-		_, hi := bucketBounds(i)
-		fn(hi, seen)
+		lo, hi := bucketBounds(i)
+		fn(lo, hi, seen)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -312,5 +313,39 @@ func TestJobResolver(t *testing.T) {
 	}
 	if got := NewJobResolver([]string{JobDisable}, proc).Job(42, 0); got != "" {
 		t.Fatalf("disable: %q", got)
+	}
+}
+
+// TestJobResolverDoesNotWaitForStuckProcess: reading a process's
+// environment can block until the mount answers (the process is in a page
+// fault or an exec on the mount); Job gives up after lookupWait and the
+// job is known once the read finishes. A FIFO stands for the stuck read.
+func TestJobResolverDoesNotWaitForStuckProcess(t *testing.T) {
+	proc := t.TempDir()
+	os.MkdirAll(filepath.Join(proc, "42"), 0o755)
+	fifo := filepath.Join(proc, "42", "environ")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := NewJobResolver([]string{"SLURM_JOB_ID"}, proc)
+	start := time.Now()
+	if got := r.Job(42, 0); got != "" {
+		t.Fatalf("job %q while its environment cannot be read", got)
+	}
+	if waited := time.Since(start); waited > 10*lookupWait {
+		t.Fatalf("Job waited %v for a stuck read", waited)
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("SLURM_JOB_ID=7\x00"))
+	w.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Job(42, 0) != "7" {
+		if time.Now().After(deadline) {
+			t.Fatal("the job read after the stuck read ended was not cached")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -30,6 +30,13 @@ const jobCacheTTL = 10 * time.Second
 // maxJobCache bounds the cache; it is emptied when full.
 const maxJobCache = 1 << 16
 
+// lookupWait is how long Job waits for a process's environment. Reading
+// /proc/PID/environ takes the process's memory map lock, which the process
+// may hold while it waits for this very mount (a page fault on a file of
+// the mount, an exec): the read then finishes only after the mount
+// answered, so a request never waits for it longer than this.
+const lookupWait = 50 * time.Millisecond
+
 // JobResolver finds the job of a calling process from its environment.
 // It is safe for concurrent use.
 type JobResolver struct {
@@ -38,7 +45,8 @@ type JobResolver struct {
 	now  func() time.Time
 	mu   struct {
 		sync.Mutex
-		cache map[uint32]cachedJob
+		cache    map[uint32]cachedJob
+		inflight map[uint32]chan struct{} // closed when the lookup is cached
 	}
 }
 
@@ -69,6 +77,7 @@ func NewJobResolver(vars []string, proc string) *JobResolver {
 	}
 	r := &JobResolver{vars: vars, proc: proc, now: time.Now}
 	r.mu.cache = map[uint32]cachedJob{}
+	r.mu.inflight = map[uint32]chan struct{}{}
 	return r
 }
 
@@ -76,26 +85,49 @@ func NewJobResolver(vars []string, proc string) *JobResolver {
 // gives it) running as uid: the value of the first of the variables set
 // in its environment, cut to MaxNameLen bytes of printable UTF-8; "" for
 // pid 0 (the kernel), a process that is gone or unreadable, or one
-// without any of them.
+// without any of them. The environment is read on a goroutine of its own,
+// waited for at most lookupWait (a process busy in exec or faulting on
+// the mount counts under "" until it can be read), and cached.
 func (r *JobResolver) Job(pid, uid uint32) string {
 	if pid == 0 || len(r.vars) == 0 || r.vars[0] == JobDisable {
 		return ""
 	}
 	now := r.now()
 	r.mu.Lock()
-	c, ok := r.mu.cache[pid]
-	r.mu.Unlock()
-	if ok && now.Sub(c.at) < jobCacheTTL {
+	if c, ok := r.mu.cache[pid]; ok && now.Sub(c.at) < jobCacheTTL {
+		r.mu.Unlock()
 		return c.job
 	}
+	done, busy := r.mu.inflight[pid]
+	if !busy {
+		done = make(chan struct{})
+		r.mu.inflight[pid] = done
+		go r.fill(pid, uid, now, done)
+	}
+	r.mu.Unlock()
+	t := time.NewTimer(lookupWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.cache[pid].job
+}
+
+// fill looks pid up and caches its job.
+func (r *JobResolver) fill(pid, uid uint32, now time.Time, done chan struct{}) {
 	job := r.lookup(pid, uid)
 	r.mu.Lock()
 	if len(r.mu.cache) >= maxJobCache {
 		r.mu.cache = map[uint32]cachedJob{}
 	}
 	r.mu.cache[pid] = cachedJob{job: job, at: now}
+	delete(r.mu.inflight, pid)
 	r.mu.Unlock()
-	return job
+	close(done)
 }
 
 func (r *JobResolver) lookup(pid, uid uint32) string {

@@ -70,6 +70,10 @@ type ServerOptions struct {
 	// MaxConns is the most authenticated connections open at once; a
 	// client past it is refused with ErrUnavailable. Default DefaultMaxConns.
 	MaxConns int
+	// Observe, if set, is called after every call of a registered method
+	// with the method, the time its handler took and the error it
+	// returned (metrics). It must not block.
+	Observe func(method string, d time.Duration, err error)
 }
 
 // Validate rejects negative limits.
@@ -98,6 +102,7 @@ type Server struct {
 	// intercept derives handler contexts (connstate.go).
 	intercept []func(context.Context) context.Context
 	pool      bufPool
+	observe   func(method string, d time.Duration, err error) // ServerOptions.Observe
 
 	ctx    context.Context // cancelled by Close; parent of handler contexts
 	cancel context.CancelFunc
@@ -132,6 +137,7 @@ func NewServer(secret []byte, opts ServerOptions) *Server {
 		maxConns:   cmpOr(opts.MaxConns, DefaultMaxConns),
 		hsTimeout:  cmpOr(opts.HandshakeTimeout, DefaultHandshakeTimeout),
 		handlers:   make(map[string]handlerEntry),
+		observe:    opts.Observe,
 	}
 	s.initErr = errors.Join(checkSecret(secret), opts.Validate())
 	if s.log == nil {
@@ -377,6 +383,10 @@ func (c *serverConn) worker(ctx context.Context, work <-chan struct{}, idle chan
 func (s *Server) invoke(ctx context.Context, e handlerEntry, req *Request) (resp *Response, err error) {
 	if e.h == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNoMethod, req.Method)
+	}
+	if s.observe != nil {
+		start := time.Now()
+		defer func() { s.observe(e.method, time.Since(start), err) }() // after the recover below
 	}
 	defer func() {
 		if r := recover(); r != nil {
