@@ -154,11 +154,24 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Process.Kill(); pc.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := http.Get("http://" + prom + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready: %v\n%s", err, pout.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	// The written bytes reach mgmt within a report interval and
 	// Prometheus within a scrape.
 	want := map[string]string{
-		`poolfs_job_bytes_total{job="31337",direction="write"}`: "2500000",
+		`poolfs_job_bytes_total{jobid="31337",direction="write"}`: "2500000",
 		`up{job="poolfs"}`:                     "1",
 		`poolfs_pool_drives{state="up"}`:       "8",
 		`poolfs_pool_health{health="healthy"}`: "1",
