@@ -11,11 +11,13 @@ import (
 	"poolfs/internal/metrics"
 )
 
-// Default --metrics addresses: next to the RPC ports of `up` (9401) and
-// `meta` (9402), on loopback. A mount serves none unless asked.
+// Default --metrics addresses, on loopback next to the RPC ports of `up`
+// (9401) and `meta` (9402): the management service (`up`, `mgmt`) 9403,
+// `meta` 9404, `storage` 9405. A mount serves none unless asked.
 const (
-	defaultUpMetrics   = "127.0.0.1:9403"
-	defaultMetaMetrics = "127.0.0.1:9404"
+	defaultUpMetrics      = "127.0.0.1:9403"
+	defaultMetaMetrics    = "127.0.0.1:9404"
+	defaultStorageMetrics = "127.0.0.1:9405"
 )
 
 // metricsFlag is the --metrics option of a service.

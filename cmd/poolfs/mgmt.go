@@ -9,6 +9,7 @@ import (
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/meta/postgres"
+	"poolfs/internal/metrics"
 )
 
 // mgmtCmd runs the management service of a cluster of several machines.
@@ -16,6 +17,7 @@ func mgmtCmd(g *globals) *cobra.Command {
 	var cfg cluster.MgmtConfig
 	var verbose bool
 	var df dashFlags
+	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "mgmt",
 		Short: "Run the management service of a cluster of several machines (map, failure detection, rebuild, collector, scrub)",
@@ -35,12 +37,24 @@ servers and rebuilds them.`,
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			reg := mflag.registry("mgmt")
+			if reg != nil {
+				cfg.ObserveRPC = metrics.NewRPC(reg).Observe
+			}
 			n, err := cluster.StartMgmt(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			defer n.Close()
 			fmt.Printf("poolfs mgmt: serving on %s over %s\n", n.Addr, postgres.Redact(cfg.DB))
+			if reg != nil {
+				reg.MustRegister(n.Mgmt.Collector())
+			}
+			stopMetrics, err := mflag.serve(reg)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			stopDash, err := startDashboard(cmd.Context(), g.dir, df, cfg.Logger)
 			if err != nil {
 				return err
@@ -56,6 +70,7 @@ servers and rebuilds them.`,
 	f.DurationVar(&cfg.HealthInterval, "health-interval", 0, "how often every drive is probed (default 1s)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
 	df.add(cmd)
+	mflag.add(cmd, defaultUpMetrics)
 	_ = cmd.MarkFlagRequired("db")
 	_ = cmd.MarkFlagRequired("listen")
 	return cmd

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"poolfs/internal/cluster"
+	"poolfs/internal/metrics"
 )
 
 // storageCmd runs one storage server of a cluster of several machines.
@@ -15,6 +16,7 @@ func storageCmd(g *globals) *cobra.Command {
 	var cfg cluster.StorageConfig
 	var join, driveSize string
 	var verbose, noDirect bool
+	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "storage",
 		Short: "Run a storage server: serve this machine's drives to a cluster of several machines",
@@ -52,12 +54,22 @@ registering every few seconds. New drives join pool --pool once it exists
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			reg := mflag.registry("storage")
+			if reg != nil {
+				cfg.WrapDrive = metrics.NewDrives(reg).Wrap
+				cfg.ObserveRPC = metrics.NewRPC(reg).Observe
+			}
 			n, err := cluster.StartStorage(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			defer n.Close()
 			fmt.Printf("poolfs storage %s: serving %d drives on %s\n", cfg.Server, len(cfg.Drives), n.Addr)
+			stopMetrics, err := mflag.serve(reg)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			if p := n.Pending(); p > 0 {
 				fmt.Printf("%d drives wait for pool %q: run `poolfs cluster pool` once the servers have joined\n", p, cfg.Pool)
 			}
@@ -77,6 +89,7 @@ registering every few seconds. New drives join pool --pool once it exists
 	f.StringVar(&driveSize, "drive-size", "", "capacity each drive advertises, e.g. 4T (default: its file system's free space, shared among the drives on it)")
 	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
+	mflag.add(cmd, defaultStorageMetrics)
 	_ = cmd.MarkFlagRequired("drive")
 	_ = cmd.MarkFlagRequired("server")
 	_ = cmd.MarkFlagRequired("listen")
