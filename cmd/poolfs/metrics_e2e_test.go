@@ -111,7 +111,8 @@ func query(t *testing.T, prom, q string) promQuery {
 // returns the pool's capacity as `poolfs status` gives it, the job's
 // bytes exactly, drive and RPC series; every query of the Grafana
 // dashboard is valid; the rules evaluate without error; and every poolfs
-// metric the service exposes is documented in docs/metrics.md.
+// metric the service exposes is documented in docs/metrics.md and passes
+// promtool check metrics.
 func TestPrometheusScrapesCluster(t *testing.T) {
 	requireFUSE(t)
 	prometheus := requireTool(t, "prometheus")
@@ -294,5 +295,11 @@ scrape_configs:
 	sort.Strings(undocumented)
 	if len(undocumented) > 0 {
 		t.Fatalf("metrics missing from docs/metrics.md: %v", undocumented)
+	}
+	// And promtool finds nothing against the conventions in them.
+	lint := exec.Command(requireTool(t, "promtool"), "check", "metrics")
+	lint.Stdin = strings.NewReader(string(exposed))
+	if out, err := lint.CombinedOutput(); err != nil || strings.Contains(string(out), "poolfs_") {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 }

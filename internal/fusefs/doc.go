@@ -123,4 +123,16 @@
 // than its lease finds its session closed when it reconnects; it opens a
 // new one and opens again what it holds (a file destroyed meanwhile is
 // gone for it). `poolfs sessions` lists sessions and orphans.
+//
+// # Job statistics
+//
+// With Options.Stats set, every request is counted in an iostats.Recorder
+// under the job of its caller (jobstats.go, a wrapper of the raw file
+// system): reads and writes with their bytes, metadata requests, and the
+// time the mount took to answer. The job comes from the caller's
+// environment (Options.Jobs, iostats.JobResolver), read on a goroutine of
+// its own and never waited for longer than 50 ms: reading
+// /proc/PID/environ takes the caller's memory map lock, which it may hold
+// while it waits for this mount (a page fault on a mapped file of the
+// mount), so a request that waited for it could deadlock the mount.
 package fusefs

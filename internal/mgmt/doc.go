@@ -80,6 +80,14 @@
 // storage.Stat replies) and mounts (in their I/O reports); the engine,
 // Service.Alerts, keeps its alerts in the metadata store (blob "alerts").
 //
+// I/O statistics and metrics (iostats.go, metrics.go). Mounts report their
+// operations per job every few seconds (mgmt.IOReport, decoded and checked
+// by iostats.DecodeReport); the service keeps per-client and per-job totals
+// and the last 10 s of figures (iostats.Aggregator) for IOStats, `poolfs
+// top`, the status and the dashboard. Collector exports the status, scrub
+// and the clients and DefaultTopJobs busiest jobs to Prometheus, gathered
+// at each scrape.
+//
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
 //     changed with compare-and-set, each change bumping Epoch by one;

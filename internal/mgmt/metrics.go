@@ -55,10 +55,10 @@ var (
 	mDrGrace     = desc("poolfs_drive_down_grace_seconds", "Time a down drive has left before it is declared failed.", "drive", "server", "pool")
 	mJobOps      = desc("poolfs_job_operations_total", "Operations of the busiest jobs (top "+strconv.Itoa(DefaultTopJobs)+") on every mount, by class.", "jobid", "class")
 	mJobBytes    = desc("poolfs_job_bytes_total", "Bytes the busiest jobs read and wrote, by direction (read, write).", "jobid", "direction")
-	mJobLat      = desc("poolfs_job_latency_seconds", "Latency percentiles of the busiest jobs' operations over the last window.", "jobid", "quantile")
+	mJobLat      = desc("poolfs_job_latency_seconds", "Latency percentiles (50, 99) of the busiest jobs' operations over the last 10 s.", "jobid", "percentile")
 	mCliOps      = desc("poolfs_mount_operations_total", "Operations of each mount (client), by class, as the mounts report them.", "client", "class")
 	mCliBytes    = desc("poolfs_mount_bytes_total", "Bytes each mount read and wrote, by direction.", "client", "direction")
-	mCliLat      = desc("poolfs_mount_latency_seconds", "Latency percentiles of each mount's operations over the last window.", "client", "quantile")
+	mCliLat      = desc("poolfs_mount_latency_seconds", "Latency percentiles (50, 99) of each mount's operations over the last 10 s.", "client", "percentile")
 	mUp          = desc("poolfs_mgmt_status_up", "1 if the scrape could gather the cluster status, 0 if not (the other series are then missing).")
 )
 
@@ -200,8 +200,8 @@ func collectIO(ch chan<- prometheus.Metric, st *Status) {
 		counter(ch, mJobOps, float64(r.MetaOps), job, "meta")
 		counter(ch, mJobBytes, float64(r.ReadBytes), job, "read")
 		counter(ch, mJobBytes, float64(r.WriteBytes), job, "write")
-		gauge(ch, mJobLat, r.P50, job, "0.5")
-		gauge(ch, mJobLat, r.P99, job, "0.99")
+		gauge(ch, mJobLat, r.P50, job, "50")
+		gauge(ch, mJobLat, r.P99, job, "99")
 	}
 	for _, r := range st.IO.Clients {
 		cl := r.Name
@@ -210,7 +210,7 @@ func collectIO(ch chan<- prometheus.Metric, st *Status) {
 		counter(ch, mCliOps, float64(r.MetaOps), cl, "meta")
 		counter(ch, mCliBytes, float64(r.ReadBytes), cl, "read")
 		counter(ch, mCliBytes, float64(r.WriteBytes), cl, "write")
-		gauge(ch, mCliLat, r.P50, cl, "0.5")
-		gauge(ch, mCliLat, r.P99, cl, "0.99")
+		gauge(ch, mCliLat, r.P50, cl, "50")
+		gauge(ch, mCliLat, r.P99, cl, "99")
 	}
 }
