@@ -8,9 +8,11 @@
 // class (read, write or metadata), its bytes and its latency, under the
 // job of the calling process. The job is the value of an environment
 // variable of the caller (JobResolver: by default SLURM_JOB_ID, then
-// PBS_JOBID, then LSB_JOBID, as Lustre's jobid_var), read once from
-// /proc/PID/environ and cached per process id; a caller without one (or
-// the kernel itself, pid 0) counts under the job "". Latencies go into a
+// PBS_JOBID, then LSB_JOBID, as Lustre's jobid_var), read from
+// /proc/PID/environ on a goroutine of its own (waited for at most 50 ms:
+// the read can block until the mount answers the very process) and cached
+// per process id for 10 s; a caller without one, or unreadable in time (or
+// the kernel itself, pid 0), counts under the job "". Latencies go into a
 // Histogram of fixed logarithmic buckets, four per power of two from 1 µs
 // to about 67 s, so a percentile read from it is within 12% of the true
 // value; histograms add, so the figures of many clients and reports merge

@@ -349,3 +349,13 @@ func TestJobResolverDoesNotWaitForStuckProcess(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BenchmarkRecorderRecord is the cost the mount adds to every request.
+func BenchmarkRecorderRecord(b *testing.B) {
+	rec := NewRecorder()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rec.Record("1234", Write, 1<<20, 300*time.Microsecond)
+		}
+	})
+}
