@@ -172,7 +172,8 @@ func checkFile(dir string, f labFile) error {
 // byte for byte through the other; a storage server killed (SIGKILL) while
 // both clients write and read costs no client error and no byte; so do a
 // server restarted within the grace, a server stopped with SIGSTOP and
-// resumed, and a server whose link is cut and restored.
+// resumed, a server whose link is cut and restored, and the metadata
+// server killed and started again.
 func TestSeveralHosts(t *testing.T) {
 	lab := netlab.New(t)
 	pg, mg, md := lab.AddHost("pg"), lab.AddHost("mgmt"), lab.AddHost("meta")
@@ -189,7 +190,8 @@ func TestSeveralHosts(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	token := lines[len(lines)-1]
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
-	startDaemon(t, md, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", md.Addr(9402))
+	metaArgs := []string{"-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", md.Addr(9402)}
+	metaSrv := startDaemon(t, md, "meta", "poolfs meta: serving", metaArgs...)
 	storage := make([]*daemon, len(srv))
 	storageArgs := func(i int) []string {
 		h := srv[i]
@@ -319,6 +321,7 @@ func TestSeveralHosts(t *testing.T) {
 		}
 		return true
 	})
+	waitHealthy(t, c2, dir("c2")) // the stripes written while s3 was away are back on it
 
 	// s4 hangs (SIGSTOP: its kernel still accepts connections, nothing
 	// answers): it is marked down with all its drives, reads degrade, new
@@ -366,6 +369,7 @@ func TestSeveralHosts(t *testing.T) {
 		}
 		return true
 	})
+	waitHealthy(t, c2, dir("c2"))
 	for i := range 2 {
 		for _, f := range append(all, during...) {
 			if err := checkFile(mounts[i], f); err != nil {
@@ -403,12 +407,49 @@ func TestSeveralHosts(t *testing.T) {
 			t.Errorf("after s1's link came back: %v", err)
 		}
 	}
+
+	// The metadata server is killed and started again: the mounts carry
+	// on without being mounted again.
+	if err := metaSrv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, md, "meta again", "poolfs meta: serving", metaArgs...)
+	after := newLabFile("after-meta-restart", 5<<20, 300)
+	if err := os.WriteFile(filepath.Join(mounts[0], after.name), after.data, 0o644); err != nil {
+		t.Fatalf("write after the metadata server restarted: %v", err)
+	}
+	for i := range 2 {
+		for _, f := range []labFile{after, during[0], files[1][0]} {
+			if err := checkFile(mounts[i], f); err != nil {
+				t.Errorf("after the metadata server restarted: %v", err)
+			}
+		}
+	}
 }
 
 // hangDetection is the most a hung storage server may take to be marked
 // down: a health pass (1 s), a probe that times out (2 s), the server's
 // ping that times out (1 s), with room for a loaded machine.
 const hangDetection = 15 * time.Second
+
+// waitHealthy waits until status says the pool is healthy: a resync
+// has put back what a server missed while it was away. Only then is the
+// next server taken away: two servers' worth of fragments missing at once
+// is more than a 4+2 stripe survives.
+func waitHealthy(t *testing.T, h *netlab.Host, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := h.Command(binary, "-c", dir, "status").CombinedOutput()
+		if err == nil && strings.Contains(string(st), "health: HEALTHY") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not healthy within 30 s:\n%s", st)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
 
 // waitServers polls `poolfs status` on host h until ok holds for its
 // servers table (rows by server: drives, up, down, failed, other).
