@@ -88,8 +88,10 @@ func salvageInto(ctx context.Context, src, dst string) (*SalvageReport, error) {
 		if err := s.write(out, kept); err != nil {
 			return nil, err
 		}
-		if len(kept) > 0 {
-			last = kept[len(kept)-1].K
+		for _, r := range kept { // a damaged page can return keys out of order
+			if last == nil || bytes.Compare(r.K, last) > 0 {
+				last = r.K
+			}
 		}
 		switch {
 		case err == nil && len(rows) < salvageBatch:
@@ -151,12 +153,16 @@ func (s *salvager) write(out *Engine, rows []meta.Pair) error {
 		if r.V == nil {
 			r.V = []byte{}
 		}
-		if _, err := tx.ExecContext(s.ctx, `INSERT INTO kv (k, v) VALUES (?, ?)`, r.K, r.V); err != nil {
+		// A damaged B-tree can return a key twice: the first copy stays.
+		res, err := tx.ExecContext(s.ctx, `INSERT OR IGNORE INTO kv (k, v) VALUES (?, ?)`, r.K, r.V)
+		if err != nil {
 			tx.Rollback() //nolint:errcheck
 			return err
 		}
+		if n, err := res.RowsAffected(); err == nil {
+			s.rep.Rows += int(n)
+		}
 	}
-	s.rep.Rows += len(rows)
 	return tx.Commit()
 }
 
