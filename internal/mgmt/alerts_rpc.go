@@ -2,12 +2,9 @@ package mgmt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"poolfs/internal/alerts"
-	"poolfs/internal/meta"
 	"poolfs/internal/rpc"
 )
 
@@ -32,33 +29,20 @@ type DeliveryResult struct {
 var ErrNoChannels = errors.New("mgmt: no alert delivery channel configured (webhook or smtp in the cluster's alerts.json)")
 
 func (s *Service) registerAlerts(r *rpc.Server) {
-	handle := func(name string, fn func(ctx context.Context, a AlertArgs) (any, error)) {
-		r.Handle(name, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-			var a AlertArgs
-			if err := json.Unmarshal(req.Args, &a); err != nil {
-				return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-			}
-			res, err := fn(ctx, a)
-			if err != nil {
-				return nil, err
-			}
-			return &rpc.Response{Result: res}, nil
-		})
-	}
-	handle("mgmt.Alerts", func(ctx context.Context, a AlertArgs) (any, error) {
+	handleJSON(r, "mgmt.Alerts", func(ctx context.Context, a AlertArgs) (any, error) {
 		if a.All {
 			return s.Alerts().History(a.Limit), nil
 		}
 		return s.Alerts().Open(), nil
 	})
-	handle("mgmt.AlertAck", func(ctx context.Context, a AlertArgs) (any, error) {
+	handleJSON(r, "mgmt.AlertAck", func(ctx context.Context, a AlertArgs) (any, error) {
 		e := s.Alerts()
 		if err := e.Ack(a.ID, a.User); err != nil {
 			return nil, err
 		}
 		return e.Get(a.ID)
 	})
-	handle("mgmt.AlertTest", func(ctx context.Context, a AlertArgs) (any, error) {
+	handleJSON(r, "mgmt.AlertTest", func(ctx context.Context, a AlertArgs) (any, error) {
 		res := s.Alerts().TestDelivery(ctx)
 		if len(res) == 0 {
 			return nil, ErrNoChannels

@@ -218,20 +218,7 @@ type DriveArgs struct {
 }
 
 func (s *Service) registerDrives(r *rpc.Server) {
-	handle := func(name string, fn func(ctx context.Context, a DriveArgs) (any, error)) {
-		r.Handle(name, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-			var a DriveArgs
-			if err := json.Unmarshal(req.Args, &a); err != nil {
-				return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-			}
-			res, err := fn(ctx, a)
-			if err != nil {
-				return nil, err
-			}
-			return &rpc.Response{Result: res}, nil
-		})
-	}
-	handle("mgmt.FailDrive", func(ctx context.Context, a DriveArgs) (any, error) {
+	handleJSON(r, "mgmt.FailDrive", func(ctx context.Context, a DriveArgs) (any, error) {
 		if a.Reason == "" {
 			a.Reason = "failed by operator"
 		}
@@ -245,10 +232,10 @@ func (s *Service) registerDrives(r *rpc.Server) {
 		s.injectFault(ctx, m, a.Drive, "fail")
 		return nil, s.FailDrive(ctx, a.Drive, a.Reason)
 	})
-	handle("mgmt.ReplaceDrive", func(ctx context.Context, a DriveArgs) (any, error) {
+	handleJSON(r, "mgmt.ReplaceDrive", func(ctx context.Context, a DriveArgs) (any, error) {
 		return s.ReplaceDrive(ctx, a.Drive)
 	})
-	handle("mgmt.AddDrive", func(ctx context.Context, a DriveArgs) (any, error) {
+	handleJSON(r, "mgmt.AddDrive", func(ctx context.Context, a DriveArgs) (any, error) {
 		m, err := s.Map(ctx)
 		if err != nil {
 			return nil, err
@@ -261,10 +248,10 @@ func (s *Service) registerDrives(r *rpc.Server) {
 		}
 		return s.AddDrive(ctx, p.ID)
 	})
-	handle("mgmt.SetRebuildPriority", func(ctx context.Context, a DriveArgs) (any, error) {
+	handleJSON(r, "mgmt.SetRebuildPriority", func(ctx context.Context, a DriveArgs) (any, error) {
 		return nil, s.SetRebuildPriority(ctx, a.Pool, a.Value)
 	})
-	handle("mgmt.SetSmallFileThreshold", s.handleSmallFileThreshold) // smallfile.go
+	handleJSON(r, "mgmt.SetSmallFileThreshold", s.handleSmallFileThreshold) // smallfile.go
 	r.Handle("mgmt.DriveFault", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a storage.FaultArgs
 		if err := json.Unmarshal(req.Args, &a); err != nil {

@@ -2,7 +2,6 @@ package mgmt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -141,16 +140,8 @@ func (s *Service) checkHostRoom(ctx context.Context, spec PoolSpec) error {
 }
 
 func (s *Service) registerPools(r *rpc.Server) {
-	r.Handle("mgmt.CreatePool", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-		var spec PoolSpec
-		if err := json.Unmarshal(req.Args, &spec); err != nil {
-			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-		}
-		m, err := s.CreatePool(ctx, spec)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.Response{Result: m}, nil
+	handleJSON(r, "mgmt.CreatePool", func(ctx context.Context, spec PoolSpec) (any, error) {
+		return s.CreatePool(ctx, spec)
 	})
 }
 

@@ -2,7 +2,6 @@ package mgmt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -360,34 +359,14 @@ func (r *Registry) RegisterMeta(ctx context.Context, addr string) error {
 
 // Register exposes the registry on an RPC server.
 func (r *Registry) Register(srv *rpc.Server) {
-	srv.Handle("mgmt.RegisterServer", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-		var spec ServerSpec
-		if err := json.Unmarshal(req.Args, &spec); err != nil {
-			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-		}
-		out, err := r.RegisterServer(ctx, spec)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.Response{Result: out}, nil
+	handleJSON(srv, "mgmt.RegisterServer", func(ctx context.Context, spec ServerSpec) (any, error) {
+		return r.RegisterServer(ctx, spec)
 	})
-	srv.Handle("mgmt.CreatePoolOfServers", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-		var spec PoolOfServers
-		if err := json.Unmarshal(req.Args, &spec); err != nil {
-			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-		}
-		m, err := r.CreatePool(ctx, spec)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.Response{Result: m}, nil
+	handleJSON(srv, "mgmt.CreatePoolOfServers", func(ctx context.Context, spec PoolOfServers) (any, error) {
+		return r.CreatePool(ctx, spec)
 	})
-	srv.Handle("mgmt.RegisterMeta", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-		var addr string
-		if err := json.Unmarshal(req.Args, &addr); err != nil {
-			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-		}
-		return &rpc.Response{}, r.RegisterMeta(ctx, addr)
+	handleJSON(srv, "mgmt.RegisterMeta", func(ctx context.Context, addr string) (any, error) {
+		return nil, r.RegisterMeta(ctx, addr)
 	})
 }
 

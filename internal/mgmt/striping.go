@@ -2,14 +2,12 @@ package mgmt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
 	"poolfs/internal/rpc"
@@ -143,16 +141,8 @@ type StripingArgs struct {
 }
 
 func (s *Service) registerStriping(r *rpc.Server) {
-	r.Handle("mgmt.Striping", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-		var a StripingArgs
-		if err := json.Unmarshal(req.Args, &a); err != nil {
-			return nil, fmt.Errorf("%w: bad arguments: %v", meta.ErrInvalid, err)
-		}
-		rep, err := s.Striping(ctx, a.Limit)
-		if err != nil {
-			return nil, err
-		}
-		return &rpc.Response{Result: rep}, nil
+	handleJSON(r, "mgmt.Striping", func(ctx context.Context, a StripingArgs) (any, error) {
+		return s.Striping(ctx, a.Limit)
 	})
 }
 
