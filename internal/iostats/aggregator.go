@@ -64,6 +64,8 @@ type entry struct {
 	slots []slot // ring; nil while idle
 	host  string // clients
 	mount string
+	boot  uint64 // clients: the last counted report's Boot and Seq
+	seq   uint64
 }
 
 // Aggregator keeps the recent figures of every client and job. It is not
@@ -87,12 +89,19 @@ func NewAggregator(cfg Config) (*Aggregator, error) {
 		clients: map[string]*entry{}, jobs: map[string]*entry{}, jobClients: map[[2]string]int64{}}, nil
 }
 
-// Add counts a report received at now.
-func (a *Aggregator) Add(now time.Time, r *Report) {
+// Add counts a report received at now. It returns false, counting
+// nothing, for a report sent again that was counted already (the same
+// Boot and a Seq not above the last counted one of the client).
+func (a *Aggregator) Add(now time.Time, r *Report) bool {
 	n := now.UnixNano() / int64(a.slotLen)
 	name := r.Client()
+	if c := a.clients[name]; c != nil && r.Boot != 0 && c.boot == r.Boot && r.Seq <= c.seq {
+		c.last = now
+		return false
+	}
 	c := a.entry(a.clients, name, now)
 	c.host, c.mount = r.Host, r.Mount
+	c.boot, c.seq = r.Boot, r.Seq
 	for i := range r.Jobs {
 		j := &r.Jobs[i]
 		c.add(n, a.cfg.Slots, &j.Stats)
@@ -101,6 +110,7 @@ func (a *Aggregator) Add(now time.Time, r *Report) {
 		a.jobClients[[2]string{j.Job, name}] = n
 	}
 	a.expire(now)
+	return true
 }
 
 func (a *Aggregator) entry(m map[string]*entry, name string, now time.Time) *entry {

@@ -21,10 +21,13 @@
 // # Reporting
 //
 // Recorder.Take hands over what was counted since the last report as a
-// Report (one JobStats per job), and Restore puts it back if the report
-// could not be delivered, so every operation is reported exactly once
-// while the management service is reachable and none is lost while it is
-// not (Reporter does this every interval). The Report is the wire record:
+// Report (one JobStats per job). Reporter sends one every interval,
+// numbered (Boot, Seq); a report whose delivery failed may still have
+// arrived, so it is sent again unchanged before anything newer, and the
+// Aggregator counts each number of a client once. Every operation is
+// thus counted exactly once, whether the service was down or only a
+// reply was lost, and none is lost while the service is unreachable. The
+// Report is the wire record:
 // the service decodes it with DecodeReport, which rejects anything
 // malformed or oversized (bucket indexes, counts that do not add up, too
 // many jobs, names too long or not UTF-8) before it is counted.

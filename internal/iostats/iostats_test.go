@@ -61,9 +61,9 @@ func TestQuantileAccuracy(t *testing.T) {
 	}
 }
 
-// TestRecorderTakeRestore: every operation is reported exactly once, also
-// when a report could not be delivered.
-func TestRecorderTakeRestore(t *testing.T) {
+// TestRecorderTake: Take hands over what was recorded since the last Take,
+// once; Total keeps everything.
+func TestRecorderTake(t *testing.T) {
 	rec := NewRecorder()
 	rec.Record("a", Write, 100, time.Millisecond)
 	rec.Record("b", Read, 7, time.Millisecond)
@@ -72,45 +72,81 @@ func TestRecorderTakeRestore(t *testing.T) {
 		t.Fatalf("take: %v", first)
 	}
 	rec.Record("a", Write, 50, time.Millisecond)
-	rec.Restore(first) // the first report was not delivered
 	got := map[string]Stats{}
 	for _, j := range rec.Take() {
 		got[j.Job] = j.Stats
 	}
-	if a := got["a"][Write]; a.Ops != 2 || a.Bytes != 150 || a.Lat.Count() != 2 {
+	if a := got["a"][Write]; a.Ops != 1 || a.Bytes != 50 || a.Lat.Count() != 1 {
 		t.Fatalf("job a: %+v", a)
-	}
-	if b := got["b"][Read]; b.Ops != 1 || b.Bytes != 7 {
-		t.Fatalf("job b: %+v", b)
 	}
 	if tot := rec.Total(); tot[Write].Bytes != 150 || tot[Read].Bytes != 7 {
 		t.Fatalf("total %+v", tot)
 	}
 }
 
-func TestReporterKeepsUndelivered(t *testing.T) {
-	rec := NewRecorder()
-	var got []*Report
-	fail := true
-	send := func(_ context.Context, r *Report) error {
-		if fail {
-			return errors.New("down")
-		}
-		got = append(got, r)
-		return nil
-	}
-	p := NewReporter(rec, "h", "/mnt", send, nil)
-	rec.Record("j", Write, 10, time.Millisecond)
-	if p.Flush(context.Background()) == nil {
-		t.Fatal("flush to a service that is down succeeded")
-	}
-	rec.Record("j", Write, 5, time.Millisecond)
-	fail = false
-	if err := p.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || len(got[0].Jobs) != 1 || got[0].Jobs[0].Stats[Write].Bytes != 15 {
-		t.Fatalf("reports %+v", got)
+// TestReporterCountsOnce: every operation reaches the aggregator exactly
+// once, whether a failed delivery never arrived (service down) or arrived
+// and only its reply was lost (a timeout), also when a later report is
+// delivered before the service is back, and with a second reporter (a
+// restarted mount) under the same name.
+func TestReporterCountsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		faults  []string // per send: "", "down" (not delivered), "lost" (delivered, error returned)
+		flushes int
+	}{
+		{"down then up", []string{"down", "down", ""}, 3},
+		{"reply lost", []string{"lost", "", ""}, 3},
+		{"lost twice", []string{"lost", "lost", "", ""}, 4},
+		{"down, lost, up", []string{"down", "lost", "", "", ""}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agg, err := NewAggregator(Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sends := 0
+			send := func(_ context.Context, r *Report) error {
+				f := ""
+				if sends < len(tc.faults) {
+					f = tc.faults[sends]
+				}
+				sends++
+				if f == "down" {
+					return errors.New("down")
+				}
+				agg.Add(time.Now(), r)
+				if f == "lost" {
+					return errors.New("reply lost")
+				}
+				return nil
+			}
+			rec := NewRecorder()
+			p := NewReporter(rec, "h", "/mnt", send, nil)
+			var want uint64
+			for i := range tc.flushes {
+				rec.Record("j", Write, 10+i, time.Millisecond)
+				want += uint64(10 + i)
+				_ = p.Flush(context.Background())
+			}
+			for range 3 { // deliver what is held
+				if p.Flush(context.Background()) == nil && p.held == nil {
+					break
+				}
+			}
+			// A new reporter of the same client (the mount restarted) is
+			// counted too: its numbers start again.
+			p2 := NewReporter(NewRecorder(), "h", "/mnt", send, nil)
+			p2.rec.Record("j", Write, 1000, time.Millisecond)
+			if err := p2.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want += 1000
+			snap := agg.Snapshot(time.Now(), 0)
+			if len(snap.Jobs) != 1 || snap.Jobs[0].WriteBytes != want {
+				t.Fatalf("job totals %+v, want %d bytes written", snap.Jobs, want)
+			}
+		})
 	}
 }
 

@@ -35,6 +35,13 @@ type Report struct {
 	// Sent is the client's clock (unix ns) when it sent the report: the
 	// management service compares it with its own (0: not given).
 	Sent int64 `json:"sent,omitempty"`
+	// Boot names the reporter (random, chosen when it starts) and Seq
+	// numbers its reports from 1. A report whose delivery seemed to fail
+	// is sent again unchanged, and the management service counts a
+	// (Boot, Seq) once: a reply lost after the report arrived does not
+	// count its operations twice. Boot 0: not numbered (counted always).
+	Boot uint64 `json:"boot,omitempty"`
+	Seq  uint64 `json:"seq,omitempty"`
 }
 
 // Client returns the name of the reporting client: host:mount.

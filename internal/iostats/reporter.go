@@ -2,6 +2,8 @@ package iostats
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"log/slog"
 	"time"
 )
@@ -16,6 +18,9 @@ type Reporter struct {
 	mount string
 	send  Sender
 	log   *slog.Logger
+	boot  uint64  // this reporter's name in its reports (Report.Boot)
+	seq   uint64  // the last report's number
+	held  *Report // a report not known to be delivered: sent again as is
 }
 
 // NewReporter returns a reporter of rec's counts for the client host:mount.
@@ -23,17 +28,31 @@ func NewReporter(rec *Recorder, host, mount string, send Sender, log *slog.Logge
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reporter{rec: rec, host: host, mount: mount, send: send, log: log}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	boot := binary.LittleEndian.Uint64(b[:]) | 1
+	return &Reporter{rec: rec, host: host, mount: mount, send: send, log: log, boot: boot}
 }
 
 // Flush sends what was counted since the last delivered report (an empty
-// report if nothing was: the client stays listed). If the report cannot
-// be delivered its counts go back to the recorder for the next one.
+// report if nothing was: the client stays listed). A report whose
+// delivery fails may still have arrived (only the reply was lost), so it
+// is kept and sent again unchanged, under the same number, before
+// anything newer: the management service counts each number once.
+// Flush is not safe for concurrent use.
 func (p *Reporter) Flush(ctx context.Context) error {
-	jobs := p.rec.Take()
-	r := &Report{Host: p.host, Mount: p.mount, Jobs: jobs, Sent: time.Now().UnixNano()}
+	if p.held != nil {
+		p.held.Sent = time.Now().UnixNano()
+		if err := p.send(ctx, p.held); err != nil {
+			return err
+		}
+		p.held = nil
+	}
+	p.seq++
+	r := &Report{Host: p.host, Mount: p.mount, Jobs: p.rec.Take(), Sent: time.Now().UnixNano(),
+		Boot: p.boot, Seq: p.seq}
 	if err := p.send(ctx, r); err != nil {
-		p.rec.Restore(jobs)
+		p.held = r
 		return err
 	}
 	return nil
@@ -55,7 +74,9 @@ func (p *Reporter) Run(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, every)
+		// A delivery may take longer than a short interval on a busy
+		// machine; ticks missed meanwhile are dropped, not queued.
+		cctx, cancel := context.WithTimeout(ctx, max(every, 2*time.Second))
 		err := p.Flush(cctx)
 		cancel()
 		switch {

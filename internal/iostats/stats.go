@@ -168,18 +168,3 @@ func (r *Recorder) Take() []JobStats {
 	r.mu.pending = map[string]*Stats{}
 	return out
 }
-
-// Restore adds back what Take returned and could not be delivered, so
-// the next Take reports it.
-func (r *Recorder) Restore(jobs []JobStats) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range jobs {
-		s := r.mu.pending[jobs[i].Job]
-		if s == nil {
-			s = new(Stats)
-			r.mu.pending[jobs[i].Job] = s
-		}
-		s.Add(&jobs[i].Stats)
-	}
-}
