@@ -56,7 +56,12 @@ func startUpEnv(t *testing.T, env []string, dir string, args ...string) *upProc 
 		t.Fatal(err)
 	}
 	p := &upProc{cmd: cmd, out: &out}
-	t.Cleanup(func() { p.kill() })
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() { // what the cluster logged tells why
+			t.Logf("poolfs up (pid %d) printed:\n%s", cmd.Process.Pid, tail(out.String(), 16<<10))
+		}
+	})
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if info, _, err := cluster.ReadInfo(dir); err == nil && info.PID == cmd.Process.Pid {
@@ -66,6 +71,14 @@ func startUpEnv(t *testing.T, env []string, dir string, args ...string) *upProc 
 	}
 	t.Fatalf("poolfs up did not start: %s", out.String())
 	return nil
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
 
 func (p *upProc) kill() {

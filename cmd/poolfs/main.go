@@ -24,8 +24,11 @@ func main() {
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "poolfs:", formatError(err))
 		code := 1
-		if errors.Is(err, client.ErrDataLoss) {
+		switch {
+		case errors.Is(err, client.ErrDataLoss):
 			code = 3
+		case errors.Is(err, client.ErrUnavailable):
+			code = 4
 		}
 		os.Exit(code)
 	}

@@ -19,6 +19,10 @@ import (
 var (
 	// ErrDataLoss: more fragments of a stripe are lost than parity covers.
 	ErrDataLoss = errors.New("client: data loss")
+	// ErrUnavailable: a stripe cannot be read now, but enough of its
+	// fragments are on drives that are down (not failed): it reads again
+	// once they answer, or once the rebuild after their grace restores it.
+	ErrUnavailable = errors.New("client: data unavailable")
 	// ErrPoolFull: the pool has no usable capacity left for the write.
 	ErrPoolFull = errors.New("client: pool full")
 	// ErrWouldBlock: TryReadAt or TryWriteAtFor would have had to wait.

@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/clustermap"
@@ -52,11 +54,62 @@ func TestStripeMovedUnderAStaleRecordReadsAgain(t *testing.T) {
 	if err := f.read(ctx); err != nil {
 		t.Fatalf("read with a record older than a resync: %v", err)
 	}
-	// Nothing changed: the loss is reported.
+	// Nothing changed: with two of the three missing fragments on drives
+	// that are down, the stripe is unavailable; with those drives failed,
+	// it is lost.
 	f.drives[6].Remove(f.key(0))
 	f.c.meta = &recordsOnly{rec: moved}
 	f.rec = moved
+	if err := f.read(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("read of a stripe missing three fragments, two on down drives: %v, want ErrUnavailable", err)
+	}
+	f.maps.Update(func(m *clustermap.Map) {
+		for i := range m.Drives {
+			if m.Drives[i].ID == 2 || m.Drives[i].ID == 3 {
+				m.Drives[i].State = clustermap.StateFailed
+			}
+		}
+	})
 	if err := f.read(ctx); !errors.Is(err, ErrDataLoss) {
-		t.Fatalf("read of a stripe missing three fragments: %v, want ErrDataLoss", err)
+		t.Fatalf("read of a stripe missing three fragments, two on failed drives: %v, want ErrDataLoss", err)
+	}
+}
+
+// TestDownDrivesReadLast: fragments on drives the map says are down are
+// not asked for while the others suffice, and are read when the stripe
+// cannot be read without them (down is a drive that did not answer a
+// probe; it lost nothing), byte for byte.
+func TestDownDrivesReadLast(t *testing.T) {
+	for _, tc := range []struct {
+		down      []placement.DriveID
+		wantAsked int // down drives asked
+	}{
+		{[]placement.DriveID{1}, 0},
+		{[]placement.DriveID{0, 5}, 0},
+		{[]placement.DriveID{0, 1, 2}, 1},
+		{[]placement.DriveID{0, 1, 2, 3, 4, 5}, 4},
+	} {
+		t.Run(fmt.Sprint(tc.down), func(t *testing.T) {
+			f := newStripeFixture(t, 4, 2, Options{})
+			// Down drives answer; no hedged reads (they would ask more).
+			f.c = New(nil, f.maps, f.drives, Options{HedgeFloor: time.Hour})
+			f.maps.Update(func(m *clustermap.Map) {
+				for _, id := range tc.down {
+					m.Drives[id].State = clustermap.StateDown
+				}
+			})
+			if err := f.read(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			asked := 0
+			for _, id := range tc.down {
+				if f.drives[id].Reads() > 0 {
+					asked++
+				}
+			}
+			if asked != tc.wantAsked {
+				t.Fatalf("%d down drives asked, want %d", asked, tc.wantAsked)
+			}
+		})
 	}
 }

@@ -19,7 +19,12 @@ import (
 //
 // It starts k fetches at once (stripeio.Fetch): the data fragments, with
 // parity in place of any whose drive the map says is down, failed or out,
-// or that this client measures as slow (stripeio.Order, c.lat). A fetch
+// or that this client measures as slow (stripeio.Order, c.lat). Fragments
+// on down drives come last, not never: a down drive has lost nothing
+// (the map marks it down because it did not answer a probe), and when
+// the stripe cannot be read without it, asking is better than an error.
+// A stripe short of k fragments is ErrUnavailable if enough of the
+// missing ones are on down drives, ErrDataLoss otherwise. A fetch
 // that fails is replaced by the next parity fragment at once; fetches
 // still running after the hedging bound get as many parity fetches beside
 // them. The first k verified fragments are decoded and the rest
@@ -36,7 +41,7 @@ import (
 // file's records), and drives the cached map says are down may be back.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
 	shards, err := c.readStripeOnce(ctx, lay, ino, rec, b, name)
-	if err == nil || !errors.Is(err, ErrDataLoss) || c.meta == nil {
+	if err == nil || !(errors.Is(err, ErrDataLoss) || errors.Is(err, ErrUnavailable)) || c.meta == nil {
 		return shards, err
 	}
 	old, _ := c.Map(ctx)
@@ -83,19 +88,33 @@ func (c *Client) readStripeOnce(ctx context.Context, lay meta.Layout, ino meta.I
 	}
 	now := time.Now()
 	f := &stripeio.Fetch{Stripe: st, Need: k, At: stripeio.OnMap(c.drives, m), Bufs: b.frags, Hedge: c.lat}
+	isDown := func(id placement.DriveID) bool {
+		d, err := m.Drive(id)
+		return err == nil && d.State == clustermap.StateDown
+	}
 	f.Sources, f.Errs = stripeio.Order(st, drives, func(id placement.DriveID) error {
 		if d, err := m.Drive(id); err == nil && knownMissing(d.State) {
 			return fmt.Errorf("drive %v is %s at map epoch %d", id, d.State, m.Epoch)
 		}
 		return nil
-	}, func(id placement.DriveID) bool { return c.lat.Avoid(id, now) })
+	}, func(id placement.DriveID) bool { return isDown(id) || c.lat.Avoid(id, now) })
 	got, err := f.Get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("file %s stripe %d: %w", name, rec.Stripe, err)
 	}
 	if got.OK < k {
-		return nil, fmt.Errorf("%w: file %s stripe %d: %d of %d fragments unavailable, %d+%d survives %d: %v",
-			ErrDataLoss, name, rec.Stripe, width-got.OK, width, lay.K, lay.M, lay.M, errors.Join(got.Errs...))
+		down := 0
+		for i, id := range drives {
+			if got.Shards[i] == nil && isDown(id) {
+				down++
+			}
+		}
+		lost := ErrDataLoss
+		if got.OK+down >= k {
+			lost = ErrUnavailable
+		}
+		return nil, fmt.Errorf("%w: file %s stripe %d: %d of %d fragments unreadable (%d on drives that are down), %d+%d survives %d: %v",
+			lost, name, rec.Stripe, width-got.OK, width, down, lay.K, lay.M, lay.M, errors.Join(got.Errs...))
 	}
 	complete := true
 	for i := 0; i < k; i++ {
@@ -117,9 +136,10 @@ func (c *Client) readStripeOnce(ctx context.Context, lay meta.Layout, ino meta.I
 }
 
 // knownMissing reports whether fragments on a drive in state st are not
-// worth asking for.
+// worth asking for: the drive failed or left the pool (a down drive is
+// asked last, readStripeOnce).
 func knownMissing(st clustermap.DriveState) bool {
-	return st == clustermap.StateDown || st == clustermap.StateFailed || st == clustermap.StateOut
+	return st == clustermap.StateFailed || st == clustermap.StateOut
 }
 
 // deleteFragments removes the fragments of an uncommitted stripe that were

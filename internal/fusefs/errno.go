@@ -29,6 +29,7 @@ var errnoTable = []struct {
 	{meta.ErrNoXattr, syscall.ENODATA},
 	{meta.ErrCorrupt, syscall.EIO},
 	{client.ErrDataLoss, syscall.EIO},
+	{client.ErrUnavailable, syscall.EIO},
 	{client.ErrWouldBlock, syscall.EAGAIN}, // a request tried inline (uring.go)
 	{context.Canceled, syscall.EINTR},
 	{context.DeadlineExceeded, syscall.ETIMEDOUT},

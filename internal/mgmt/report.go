@@ -36,9 +36,12 @@ const reportTimeout = 10 * time.Second
 //   - that error then wraps rpc.ErrUnavailable (or ErrFailed), which the
 //     client treats as a drive gone: it fetches the new map and writes the
 //     stripe again, around the drive, so writes carry on without error;
-//   - a drive the map already says is down is not contacted: its operations
-//     fail at once (reads reconstruct from parity instead of waiting for a
-//     server that does not answer).
+//   - a drive the map already says is down is not contacted, but to read:
+//     its other operations fail at once. Readers ask a down drive last,
+//     only when the stripe cannot be read without it (client.readStripe),
+//     and such a read is bounded by downReadTimeout and not reported (the
+//     drive is down already): a down drive has lost nothing, and data
+//     that can still be read is not refused.
 func ReportingDrives(inner client.Drives, rep Reporter) client.Drives {
 	r := &reporting{inner: inner, rep: rep}
 	r.mu.inflight = map[placement.DriveID]chan struct{}{}
@@ -56,7 +59,8 @@ type reporting struct {
 
 func (r *reporting) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
 	if d, err := m.Drive(id); err == nil && d.State == clustermap.StateDown {
-		return downDrive{id: id, epoch: m.Epoch}, nil
+		inner, _ := r.inner.Drive(m, id) // nil: reads fail at once too
+		return downDrive{id: id, epoch: m.Epoch, inner: inner}, nil
 	}
 	drv, err := r.inner.Drive(m, id)
 	if err != nil {
@@ -133,10 +137,16 @@ func (d *reportingDrive) Sync(ctx context.Context) error {
 	return d.r.check(d.id, d.d.Sync(ctx))
 }
 
-// downDrive is a drive the map says is down: every call fails at once.
+// downReadTimeout bounds a read of a drive the map says is down: it may
+// well not answer.
+const downReadTimeout = 2 * time.Second
+
+// downDrive is a drive the map says is down: every call but a read fails
+// at once; a read is tried, for at most downReadTimeout.
 type downDrive struct {
 	id    placement.DriveID
 	epoch uint64
+	inner chunkstore.Drive // nil: not reachable at all
 }
 
 func (d downDrive) err() error {
@@ -145,8 +155,17 @@ func (d downDrive) err() error {
 
 func (d downDrive) WriteFragment(context.Context, erasure.FragmentKey, []byte) error { return d.err() }
 
-func (d downDrive) ReadFragment(context.Context, erasure.FragmentKey, int64, int64, []byte) ([]byte, error) {
-	return nil, d.err()
+func (d downDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, buf []byte) ([]byte, error) {
+	if d.inner == nil {
+		return nil, d.err()
+	}
+	ctx, cancel := context.WithTimeout(ctx, downReadTimeout)
+	defer cancel()
+	b, err := d.inner.ReadFragment(ctx, key, off, n, buf)
+	if err != nil && (unreachable(err) || errors.Is(err, context.DeadlineExceeded)) {
+		return nil, fmt.Errorf("%w (%v)", d.err(), err)
+	}
+	return b, err
 }
 
 func (d downDrive) DeleteFragment(context.Context, erasure.FragmentKey) error { return d.err() }

@@ -69,16 +69,39 @@ func TestReportingDrives(t *testing.T) {
 			t.Fatalf("%d reports for 8 concurrent failures, want 1", n)
 		}
 	})
-	t.Run("down in the map: not contacted", func(t *testing.T) {
+	t.Run("down in the map: read only, unreported", func(t *testing.T) {
 		down := m.Clone()
 		down.Drives[0].State = clustermap.StateDown
-		before := fd.Reads()
+		frag := make([]byte, chunkstore.Align)
+		frag[0] = 42
+		fd.Put(key, frag)
+		defer fd.Remove(key)
+		writes := fd.Writes()
 		d, _ := drives.Drive(down, 3)
-		if _, err := d.ReadFragment(ctx, key, 0, -1, nil); !errors.Is(err, rpc.ErrUnavailable) {
-			t.Fatalf("read from a down drive: %v", err)
+		if err := d.WriteFragment(ctx, key, frag); !errors.Is(err, rpc.ErrUnavailable) || fd.Writes() != writes {
+			t.Fatalf("write to a down drive: %v (writes %d, were %d)", err, fd.Writes(), writes)
 		}
-		if fd.Reads() != before || rep.n.Load() != 1 {
-			t.Fatal("a drive the map says is down was contacted or reported")
+		// A down drive that answers is read: it lost nothing.
+		got, err := d.ReadFragment(ctx, key, 0, -1, nil)
+		if err != nil || len(got) != len(frag) || got[0] != 42 {
+			t.Fatalf("read from a down drive that answers: %d bytes, %v", len(got), err)
+		}
+		// One that does not answer fails as unavailable, unreported.
+		fd.Offline()
+		defer fd.Online()
+		if _, err := d.ReadFragment(ctx, key, 0, -1, nil); !errors.Is(err, rpc.ErrUnavailable) {
+			t.Fatalf("read from a down drive that is offline: %v", err)
+		}
+		fd.Online()
+		// One that hangs is given up after downReadTimeout.
+		fd.SlowDown(time.Hour)
+		defer fd.SlowDown(0)
+		start := time.Now()
+		if _, err := d.ReadFragment(ctx, key, 0, -1, nil); !errors.Is(err, rpc.ErrUnavailable) || time.Since(start) > downReadTimeout+5*time.Second {
+			t.Fatalf("read from a down drive that hangs: %v after %v", err, time.Since(start))
+		}
+		if rep.n.Load() != 1 {
+			t.Fatalf("%d reports: a drive the map says is down was reported", rep.n.Load())
 		}
 	})
 }

@@ -48,7 +48,8 @@ func (ds Drives) Drive(_ *clustermap.Map, id placement.DriveID) (chunkstore.Driv
 }
 
 // UpOnly resolves IDs to the drives of a set as the client's drives do
-// (client.Drives; mgmt.ReportingDrives fails a down drive at once): a
+// for a drive that is not up and does not answer (mgmt.ReportingDrives
+// fails it at once, or after a bounded read of a down drive): a
 // drive the map says is not up (down, failed, rebuilding, out) is refused
 // at once with an error wrapping chunkstore.ErrOffline, and the refusal is
 // counted on it (Drive.Refused), so that a test can tell that a reader
