@@ -147,6 +147,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.Addr = ln.Addr().String()
 	c.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
 	c.Mgmt = mgmt.New(c.Store, c.dialer, c.dialer, c.log)
+	c.Mgmt.SetInProcessServer(serverID)
 	if cfg.SlowDownAfter != 0 {
 		sp := mgmt.DefaultSlowPolicy()
 		sp.DownAfter = cfg.SlowDownAfter

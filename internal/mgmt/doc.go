@@ -22,7 +22,10 @@
 // whose server refuses or drops connections, or times out while the server
 // does not answer a call without drive I/O (a hung server), marks every up
 // drive of that server down in one epoch (ServerDown), so a client placing
-// a stripe again never picks another drive of a dead server.
+// a stripe again never picks another drive of a dead server. The server
+// in the service's own process (SetInProcessServer: `poolfs up`) is never
+// judged down as a whole: a probe of it that fails says this process is
+// starved or stopping, and its drives are judged one by one.
 //
 // Slow drives (slow.go). Each probe is timed. A drive whose probes take
 // longer than max(floor, factor × the median of its peers') several times in

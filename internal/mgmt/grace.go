@@ -191,7 +191,7 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		err = s.DriveDown(ctx, id, fmt.Sprintf("too slow (%s, down after %v)", desc, s.slow.p.DownAfter))
 	case perr == nil && d.State == clustermap.StateDown && !slow:
 		err = s.DriveUp(ctx, id, "answers again")
-	case perr != nil && d.State == clustermap.StateUp && errors.Is(perr, rpc.ErrUnavailable):
+	case perr != nil && d.State == clustermap.StateUp && errors.Is(perr, rpc.ErrUnavailable) && !s.inProcessDrive(m, id):
 		// Its server does not answer: none of the server's drives can be
 		// reached (servers.go).
 		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("does not answer: %v", perr))

@@ -436,6 +436,22 @@ func (s *Service) ServerDown(ctx context.Context, server, reason string) error {
 	return nil
 }
 
+// SetInProcessServer tells the service that storage server id runs in its
+// own process (the embedded cluster of `poolfs up`). Such a server is never
+// judged hung or down as a whole: a probe of it that times out measures
+// this process being starved, not a server apart from it, and taking every
+// drive of the cluster down for that would make all data unavailable. Its
+// drives are still judged one by one (slow, failed). Call it before the
+// service is used.
+func (s *Service) SetInProcessServer(id string) { s.inProcess = id }
+
+// inProcessDrive reports whether drive id of m is served in this process
+// (SetInProcessServer).
+func (s *Service) inProcessDrive(m *clustermap.Map, id placement.DriveID) bool {
+	d, err := m.Drive(id)
+	return err == nil && s.inProcess != "" && d.Server == s.inProcess
+}
+
 // pingTimeout bounds the question that tells a hung storage server from a
 // slow drive (serverHung).
 const pingTimeout = time.Second
@@ -445,7 +461,7 @@ const pingTimeout = time.Second
 // the drive timed out, it tells a server that accepts connections but
 // never answers (stopped, hung, cut off) from a drive that is merely slow.
 func (s *Service) serverHung(ctx context.Context, m *clustermap.Map, id placement.DriveID) bool {
-	if s.servers == nil {
+	if s.servers == nil || s.inProcessDrive(m, id) {
 		return false
 	}
 	sc, err := s.servers.Server(m, id)

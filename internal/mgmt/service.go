@@ -33,8 +33,9 @@ type Service struct {
 	sc        *scrubber // see scrub()
 	space     spaceWatch
 
-	slow *slowDetector // slow.go; its policy is set before use
-	io   ioState       // clients' I/O reports (iostats.go)
+	slow      *slowDetector // slow.go; its policy is set before use
+	inProcess string        // the storage server in this process, if any (servers.go)
+	io        ioState       // clients' I/O reports (iostats.go)
 
 	al     alerting   // alerts.go
 	clocks clockWatch // alerts_clock.go

@@ -1,0 +1,81 @@
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
+)
+
+// refusingDrives hands out the drives of inner, but drive refuse's server
+// refuses connections (its calls fail with rpc.ErrUnavailable).
+type refusingDrives struct {
+	inner  client.Drives
+	refuse placement.DriveID
+}
+
+type refusedDrive struct{ chunkstore.Drive }
+
+func (refusedDrive) Stat(context.Context) (chunkstore.Usage, error) {
+	return chunkstore.Usage{}, fmt.Errorf("dial: connection refused: %w", rpc.ErrUnavailable)
+}
+
+func (r refusingDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := r.inner.Drive(m, id)
+	if err == nil && id == r.refuse {
+		return refusedDrive{d}, nil
+	}
+	return d, err
+}
+
+// TestServerDownNotForInProcessServer: a probe refused by a storage server
+// takes all of that server's drives down in one epoch, but not when the
+// server is the one in the service's own process (`poolfs up`): a refusal
+// or timeout there says the process is starved or stopping, and taking
+// every drive of the cluster down made all data unreadable after a
+// restart. The refused drive itself still goes down.
+func TestServerDownNotForInProcessServer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inProcess string
+		wantDown  int
+	}{
+		{"remote server", "", 4},
+		{"server in this process", "s0", 1},
+		{"another server in this process", "s9", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, drives := newTestService(t, 4)
+			s.drives = refusingDrives{inner: drives, refuse: 2}
+			s.SetInProcessServer(tc.inProcess)
+			if _, err := s.Update(ctx, func(m *clustermap.Map) error {
+				for i := range m.Drives {
+					m.Drives[i].Server = "s0"
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			s.CheckDrives(ctx)
+			m, err := s.Map(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			down := 0
+			for _, d := range m.Drives {
+				if d.State == clustermap.StateDown {
+					down++
+				}
+			}
+			if d, _ := m.Drive(2); d.State != clustermap.StateDown || down != tc.wantDown {
+				t.Fatalf("drive d02 %s, %d drives down, want d02 down and %d down", d.State, down, tc.wantDown)
+			}
+		})
+	}
+}
