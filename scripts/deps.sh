@@ -3,13 +3,14 @@
 #   run:   fuse3 (for `poolfs mount`)
 #   test:  + PostgreSQL server (the metadata engine suite), fio (benchmarks),
 #          iproute2 and util-linux (ip, nsenter: the multi-host tests over network namespaces),
+#          nftables (nft: packet loss and one-way partitions in those tests),
 #          prometheus (its server and promtool scrape a cluster and check the alerting rules),
 #          chromium (the dashboard tests drive it headless)
 # Go itself must be on the machine, at least the version go.mod names.
 set -euo pipefail
 want=(fuse3)
 if [ "${1:-}" = "test" ] || [ "${1:-}" = "bench" ]; then
-  want+=(postgresql fio prometheus iproute2 util-linux)
+  want+=(postgresql fio prometheus iproute2 util-linux nftables)
   [ "${1:-}" = "test" ] && want+=(chromium)
 fi
 missing=()

@@ -12,6 +12,11 @@
 // process of a host is visible to the test) and dials from it (Host.Dial:
 // a socket made on an OS thread that entered the namespace).
 //
+// Faults (faults.go): LinkDown cuts a host off the switch; Loss drops a
+// share of its packets at random and Block drops only those it sends to
+// one other host (nftables rules in its namespace); RateLimit puts a token
+// bucket (tc tbf) on its interface.
+//
 // Lifetime. New registers a t.Cleanup that kills every process the lab
 // started (SIGKILL to its process group) and deletes its namespaces, which
 // deletes their links and the bridge, whether the test passed or not.
@@ -19,6 +24,7 @@
 // first sweeps the namespaces of binaries that died without cleaning up.
 //
 // Requirements: root (CAP_SYS_ADMIN and CAP_NET_ADMIN), ip(8) from
-// iproute2, nsenter(1) from util-linux. Without them New skips the test,
+// iproute2, nsenter(1) from util-linux; the faults need nft(8) from
+// nftables (NeedTools). Without them New skips the test,
 // or fails it when the environment variable CI is set.
 package netlab
