@@ -71,19 +71,24 @@ type logBuf struct {
 // at most sb bytes each, as extents (their BaseGen left 0: the caller
 // sets it from the records it commits them over).
 func packDeltas(dirty map[uint64]*dirtyStripe, todo []uint64, sb int) []*logBuf {
+	left := 0 // bytes not yet packed: each log stripe's buffer is made once
+	for _, s := range todo {
+		left += dirty[s].bytes()
+	}
 	var logs []*logBuf
-	lb := &logBuf{}
+	lb := &logBuf{flat: make([]byte, 0, min(left, sb))}
 	for _, s := range todo {
 		d := dirty[s]
 		for _, sp := range d.spans {
 			for a := sp.a; a < sp.b; {
 				if len(lb.flat) == sb {
-					logs, lb = append(logs, lb), &logBuf{}
+					logs, lb = append(logs, lb), &logBuf{flat: make([]byte, 0, min(left, sb))}
 				}
 				n := min(sp.b-a, sb-len(lb.flat))
 				at := len(lb.flat)
-				lb.flat = append(lb.flat, make([]byte, n)...)
+				lb.flat = lb.flat[:at+n]
 				d.overlay(lb.flat[at:], a)
+				left -= n
 				lb.deltas = append(lb.deltas, meta.Delta{Stripe: s, Off: uint32(a), Len: uint32(n), LogOff: uint32(at)})
 				a += n
 			}

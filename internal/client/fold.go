@@ -350,9 +350,11 @@ func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint
 	if err != nil {
 		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
 	}
-	flat := make([]byte, rec.Len)
-	joinInto(flat, shards, int(rec.Len))
-	fillShards(b, flat, int(rec.Len), lay.K, int(lay.Unit))
+	if !inFullUnits(b, shards, lay.K) {
+		flat := make([]byte, rec.Len)
+		joinInto(flat, shards, int(rec.Len))
+		fillShards(b, flat, int(rec.Len), lay.K, int(lay.Unit))
+	}
 	nrec, err := c.writeStripe(ctx, lay, ino, s, rec.Gen, b, int(rec.Len))
 	if err != nil {
 		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
@@ -368,4 +370,20 @@ func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint
 		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
 	}
 	return nrec.Gen, rec.Deltas, nil
+}
+
+// inFullUnits reports whether the k data shards read into b are b's own
+// full-unit shards (a stripe of whole units read in place): then they are
+// already laid out as writeStripe takes them, and need no copy.
+func inFullUnits(b *stripeBuf, shards [][]byte, k int) bool {
+	if len(shards) < k {
+		return false
+	}
+	for i := 0; i < k; i++ {
+		sh := b.shard(i, b.unit)
+		if len(shards[i]) != len(sh) || &shards[i][0] != &sh[0] {
+			return false
+		}
+	}
+	return true
 }
