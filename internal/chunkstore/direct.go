@@ -51,6 +51,20 @@ func sizeClass(n int) int {
 	return bits.Len(uint(n-1)) - minClassShift
 }
 
+// Buffers is a pool of Align-aligned buffers by size class, for callers
+// that read fragments into memory of their own and can tell when they are
+// done with it (the storage server's read replies): a reused buffer costs
+// neither an allocation nor the zeroing of one. The zero value is ready to
+// use; it is safe for concurrent use.
+type Buffers struct{ p bufPool }
+
+// Get returns an aligned buffer of length n whose capacity is its size
+// class; its bytes are whatever a previous user left. Release it with Put.
+func (b *Buffers) Get(n int) []byte { return b.p.get(n) }
+
+// Put hands back a buffer Get returned; the caller must not use it after.
+func (b *Buffers) Put(buf []byte) { b.p.put(buf) }
+
 // get returns an aligned buffer of length n. Release it with put.
 func (p *bufPool) get(n int) []byte {
 	c := sizeClass(n)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"poolfs/internal/chunkstore"
@@ -47,6 +48,10 @@ type Server struct {
 	limits writeLimits
 	// codecs are the erasure codecs of the schemes tasks met.
 	codecs stripeio.Codecs
+	// readBufs hold the replies of fragment reads until they are sent;
+	// lastWhole is the size of the last whole-fragment read (handleRead).
+	readBufs  chunkstore.Buffers
+	lastWhole atomic.Int64
 	mu     struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive
@@ -175,12 +180,34 @@ func (s *Server) handleRead(ctx context.Context, req *rpc.Request) (*rpc.Respons
 	if n == 0 {
 		n = -1
 	}
-	b, err := d.ReadFragment(ctx, a.Key, a.Off, n, nil)
+	// The fragment is read into a pooled buffer, handed back once the reply
+	// is sent. A whole-fragment read (n < 0) takes a buffer the size of the
+	// last whole read: a pool's fragments are mostly one size. A fragment
+	// larger than the buffer is read into a new one, as without the pool.
+	hint := n
+	if hint < 0 {
+		hint = s.lastWhole.Load()
+	}
+	var dst []byte
+	if hint > 0 && hint <= maxPooledRead {
+		dst = s.readBufs.Get(int(hint))
+	}
+	b, err := d.ReadFragment(ctx, a.Key, a.Off, n, dst)
 	if err != nil {
+		s.readBufs.Put(dst)
 		return nil, err
 	}
-	return &rpc.Response{Body: b}, nil
+	if n < 0 {
+		s.lastWhole.Store(int64(len(b)))
+	}
+	if dst == nil {
+		return &rpc.Response{Body: b}, nil
+	}
+	return &rpc.Response{Body: b, Done: func() { s.readBufs.Put(dst) }}, nil
 }
+
+// maxPooledRead is the largest read served from the server's buffer pool.
+const maxPooledRead = 64 << 20
 
 func (s *Server) handleDelete(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 	a, d, err := s.fragDrive(req)
