@@ -52,7 +52,7 @@ type Server struct {
 	// lastWhole is the size of the last whole-fragment read (handleRead).
 	readBufs  chunkstore.Buffers
 	lastWhole atomic.Int64
-	mu     struct {
+	mu        struct {
 		sync.RWMutex
 		drives map[placement.DriveID]chunkstore.Drive
 		maps   func(context.Context) (*clustermap.Map, error)
