@@ -21,8 +21,9 @@
 // and plans the rebuild with recovery.Make, the planner the management
 // service runs. The plan's tasks then run in discrete-event time under the
 // rules of recovery.Run (tasks per drive, tasks in flight, critical first),
-// the storage servers' rebuild gate (a drive clients use gives rebuild one
-// I/O per slot of its priority's share; an idle one is taken whole) and the
+// the storage servers' rebuild gate (recovery.GateAdmit, the servers' code:
+// a drive clients use gives rebuild one I/O per slot of its priority's
+// share; an idle one is taken whole) and the
 // drive model of chunkstore.SpeedModel (one I/O at a time, each taking
 // Service of its size). Large pools are simulated with at most SimStripes
 // stripes, each standing for the real stripes of its PG.

@@ -120,7 +120,7 @@ func SimulateRebuild(in RebuildInput) (RebuildResult, error) {
 	if share <= 0 || share >= 1 {
 		share = 1
 	}
-	s.period, s.window, s.svc, s.load = svc/share, svc/2, svc, in.ClientLoad
+	s.svcGate, s.share, s.svc, s.load = clock(svc), share, svc, in.ClientLoad
 	s.wait = clientWait(in.ClientLoad, svc)
 	if in.ClientLoad > 0 && share < 1 {
 		// Clients use every drive of the new map's PG sets; a hot spare

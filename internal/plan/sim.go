@@ -3,6 +3,7 @@ package plan
 import (
 	"container/heap"
 	"math"
+	"time"
 
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
@@ -18,12 +19,13 @@ import (
 //   - A drive serves one I/O at a time (chunkstore.Throttle): an I/O of n
 //     bytes takes SpeedModel.Service(n, bw).
 //   - A drive is busy while clients use it (storage rebuild gate: a client
-//     I/O in flight or one in the last idleAfter rebuild I/O times). Busy,
-//     it starts at most one rebuild I/O per slot of svc/share seconds, slots
-//     aligned on all drives, only in the first half-svc of a slot and with
-//     no other rebuild I/O of its own in flight; the I/O then queues behind
-//     the client I/O ahead of it. Idle, rebuild takes it whole, idleDepth
-//     I/Os at a time. Client I/O arrives at random (Poisson) at the rate of
+//     I/O in flight or one in the last idleAfter rebuild I/O times). The
+//     gate's rule, recovery.GateAdmit (the code the storage servers run),
+//     decides when a rebuild I/O starts: busy, at most one per slot of
+//     svc/share seconds, slots aligned on all drives, only in the first
+//     half-svc of a slot and with no other rebuild I/O of its own in
+//     flight; the I/O then queues behind the client I/O ahead of it. Idle,
+//     rebuild takes it whole, recovery.GateIdleDepth I/Os at a time. Client I/O arrives at random (Poisson) at the rate of
 //     the client load, so a drive is busy a fraction
 //     1 - exp(-u·(idleAfter·svc + svc)/svc) of the time, in spells of
 //     (idleAfter+1)·svc drawn at random per drive.
@@ -49,15 +51,15 @@ func (e *events) Pop() any {
 
 // simDrive is one drive of the simulation.
 type simDrive struct {
-	busy     float64 // fraction of the time clients keep it busy
-	free     float64 // when its queued I/O ends
-	queue    []ioReq // rebuild I/O waiting for admission
-	inflight int     // rebuild I/Os admitted and not done
-	lastSlot int64   // busy drives: the last slot that admitted one
-	wakeAt   float64 // a pending slot wake-up, 0 if none
-	work     float64 // rebuild service seconds at full speed
-	reads    float64 // rebuild fragments read
-	writes   float64 // rebuild fragments written
+	busy     float64       // fraction of the time clients keep it busy
+	free     float64       // when its queued I/O ends
+	queue    []ioReq       // rebuild I/O waiting for admission
+	inflight int           // rebuild I/Os admitted and not done
+	started  time.Duration // when the gate admitted its last rebuild I/O (its last slot's start if it took several)
+	wakeAt   float64       // a pending slot wake-up, 0 if none
+	work     float64       // rebuild service seconds at full speed
+	reads    float64       // rebuild fragments read
+	writes   float64       // rebuild fragments written
 }
 
 type ioReq struct {
@@ -87,8 +89,8 @@ type sim struct {
 	adm      *recovery.Admission // which task starts next, as recovery.Run decides
 	svcRead  float64             // one fragment read
 	svcWrite float64             // one fragment write
-	period   float64             // slot length on busy drives
-	window   float64             // admission part of a slot
+	svcGate  time.Duration       // the gate's mean rebuild I/O time
+	share    float64             // the priority's share of a busy drive
 	wait     float64             // client I/O a busy drive's rebuild I/O queues behind
 	svc      float64             // the gate's mean rebuild I/O time
 	load     float64             // client load (RebuildInput.ClientLoad)
@@ -112,7 +114,7 @@ func (s *sim) drive(id placement.DriveID) (*simDrive, int32) {
 		i = int32(len(s.ids))
 		s.index[id] = i
 		s.ids = append(s.ids, id)
-		s.drives[id] = &simDrive{lastSlot: -1}
+		s.drives[id] = &simDrive{started: -1}
 	}
 	return s.drives[id], i
 }
@@ -126,30 +128,16 @@ func (s *sim) submit(t int32, id placement.DriveID, svc, n float64) {
 	s.admit(d, i)
 }
 
-// admit starts the next rebuild I/Os of a drive as the gate allows, or
-// schedules a wake-up at the next slot.
+// admit starts the next rebuild I/Os of a drive as the storage servers'
+// rebuild gate allows (recovery.GateAdmit, the rule the servers run), or
+// schedules a wake-up at the slot where it next may.
 func (s *sim) admit(d *simDrive, i int32) {
 	for len(d.queue) > 0 {
 		busy := s.isBusy(d, i)
-		if !busy {
-			if d.inflight >= idleDepth {
-				return
-			}
-			r := d.queue[0]
-			d.queue = d.queue[1:]
-			d.inflight++
-			d.free = math.Max(s.now, d.free) + r.svc*r.n
-			heap.Push(&s.q, event{t: d.free, task: r.task, drive: i})
-			continue
-		}
-		if d.inflight > 0 {
-			return
-		}
-		slot := int64(math.Floor(s.now/s.period + 1e-9)) // at a slot start despite rounding
-		phase := max(0, s.now-float64(slot)*s.period)
-		if phase > s.window || d.lastSlot >= slot {
-			at := float64(max(slot+1, d.lastSlot+1)) * s.period
-			if d.wakeAt != at {
+		now := clock(s.now)
+		ok, next := recovery.GateAdmit(recovery.GateDrive{Busy: busy, InFlight: d.inflight, Started: d.started}, now, s.svcGate, s.share)
+		if !ok {
+			if at := seconds(next); next > 0 && d.wakeAt != at {
 				d.wakeAt = at
 				heap.Push(&s.q, event{t: at, task: -1, drive: i})
 			}
@@ -158,15 +146,29 @@ func (s *sim) admit(d *simDrive, i int32) {
 		r := d.queue[0]
 		d.queue = d.queue[1:]
 		d.inflight++
-		// A request standing for n real I/Os takes n slots.
+		d.started = now
+		if !busy || s.share <= 0 || s.share >= 1 {
+			// Taken whole: the I/O queues behind the drive's others.
+			d.free = math.Max(s.now, d.free) + r.svc*r.n
+			heap.Push(&s.q, event{t: d.free, task: r.task, drive: i})
+			continue
+		}
+		// One I/O per slot: a request standing for n real I/Os takes n
+		// slots, and queues behind the client I/O ahead of it.
+		period := recovery.GatePeriod(s.svcGate, s.share)
 		n := math.Max(1, math.Round(r.n))
-		d.lastSlot = slot + int64(n) - 1
+		d.started = now - now%period + time.Duration(n-1)*period
 		start := math.Max(s.now+s.clientWait(i), d.free)
-		d.free = start + (n-1)*s.period + r.svc*r.n/n
+		d.free = start + (n-1)*seconds(period) + r.svc*r.n/n
 		heap.Push(&s.q, event{t: d.free, task: r.task, drive: i})
 		return
 	}
 }
+
+// clock converts simulated seconds to the gate's clock time, seconds back;
+// rounding to the nanosecond makes a wake-up land exactly on its slot.
+func clock(sec float64) time.Duration { return time.Duration(math.Round(sec * 1e9)) }
+func seconds(d time.Duration) float64 { return float64(d) / 1e9 }
 
 // isBusy reports whether drive d (index i) is busy with clients now: the
 // same answer for a whole spell of (idleAfter+1) I/O times.
@@ -208,9 +210,6 @@ func (s *sim) clientWait(i int32) float64 {
 	}
 	return -s.svc / (2 * (1 - u)) * math.Log(x/u+1e-12)
 }
-
-// idleDepth is the rebuild I/Os the gate keeps queued on an idle drive.
-const idleDepth = 2
 
 // startTasks starts every pending task that recovery.Run would start now
 // (recovery.Admission).

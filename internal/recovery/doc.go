@@ -115,7 +115,9 @@
 // (clustermap.RebuildPolicyAt): from medium up, a drive without client I/O
 // is taken whole, and a drive clients use gives rebuild only the
 // priority's share of its time, in slots aligned across drives so that a
-// client stripe meets rebuild I/O on few of its drives at once.
+// client stripe meets rebuild I/O on few of its drives at once. That rule
+// is GateAdmit, pure like Admission: the servers' gate and the simulation
+// both call it.
 //
 // # Commit with compare-and-set
 //

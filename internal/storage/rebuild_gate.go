@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"poolfs/internal/placement"
+	"poolfs/internal/recovery"
 )
 
 // The rebuild gate schedules a server's recovery I/O against its clients'
@@ -14,7 +15,7 @@ import (
 //
 //   - A drive with no client I/O in flight and none for a while (a few of
 //     its rebuild I/O times) is idle: rebuild takes it whole, keeping
-//     idleDepth rebuild I/Os queued so it never waits between two of them.
+//     recovery.GateIdleDepth rebuild I/Os queued so it never waits between two of them.
 //     This holds at every priority: priority only matters when clients
 //     compete, so an idle pool rebuilds at the speed of its drives.
 //   - On a drive clients use, rebuild takes at most the share of the
@@ -57,7 +58,6 @@ type gateDrive struct {
 }
 
 const (
-	idleDepth = 2 // rebuild I/Os queued on an idle drive
 	// A drive is idle once no client I/O has been seen for idleAfter times
 	// the rebuild I/O time, clamped to [minIdle, maxIdle].
 	idleAfter = 4
@@ -98,22 +98,21 @@ func (g *ioGate) quietLocked() time.Duration {
 }
 
 // admitLocked reports whether a rebuild I/O may start on d at now, and if
-// not, how long until the answer may change without a wake-up.
+// not, how long until the answer may change without a wake-up. The rule is
+// recovery.GateAdmit, which the rebuild simulation (internal/plan) runs too.
 func (g *ioGate) admitLocked(d *gateDrive, now time.Time, share float64) (bool, time.Duration) {
 	quiet := g.quietLocked()
 	busy := d.client > 0 || now.Sub(d.clientAt) < quiet
-	if !busy || share <= 0 || share >= 1 || g.svc == 0 {
-		return d.rebuild < idleDepth, quiet
+	var started time.Duration // never: the Unix epoch, before every slot
+	if !d.started.IsZero() {
+		started = time.Duration(d.started.UnixNano())
 	}
-	if d.rebuild > 0 {
-		return false, quiet
+	at := time.Duration(now.UnixNano())
+	ok, next := recovery.GateAdmit(recovery.GateDrive{Busy: busy, InFlight: d.rebuild, Started: started}, at, g.svc, share)
+	if ok || next == 0 {
+		return ok, quiet
 	}
-	period := time.Duration(float64(g.svc) / share)
-	phase := time.Duration(now.UnixNano() % int64(period))
-	if phase <= g.svc/2 && d.started.Before(now.Add(-phase)) {
-		return true, 0 // the first rebuild I/O of this slot
-	}
-	return false, min(period-phase, quiet)
+	return false, min(next-at, quiet)
 }
 
 // acquire waits until drive id may take one more rebuild I/O of a task at

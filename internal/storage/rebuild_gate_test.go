@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"poolfs/internal/placement"
+	"poolfs/internal/recovery"
 )
 
 // tryAcquire asks the gate for one rebuild I/O on drive id, giving up after
@@ -27,7 +28,7 @@ func TestGateIdleDriveTakesDepth(t *testing.T) {
 	for _, share := range []float64{0.1, 0.5, 1} {
 		var g ioGate
 		var held []func()
-		for range idleDepth {
+		for range recovery.GateIdleDepth {
 			done, ok := tryAcquire(t, &g, 1, share, time.Second)
 			if !ok {
 				t.Fatalf("share %g: an idle drive refused rebuild I/O %d", share, len(held)+1)
@@ -35,7 +36,7 @@ func TestGateIdleDriveTakesDepth(t *testing.T) {
 			held = append(held, done)
 		}
 		if _, ok := tryAcquire(t, &g, 1, share, 30*time.Millisecond); ok {
-			t.Fatalf("share %g: %d rebuild I/Os admitted at once, want %d", share, idleDepth+1, idleDepth)
+			t.Fatalf("share %g: %d rebuild I/Os admitted at once, want %d", share, recovery.GateIdleDepth+1, recovery.GateIdleDepth)
 		}
 		if _, ok := tryAcquire(t, &g, 2, share, time.Second); !ok {
 			t.Fatalf("share %g: another drive is held up by drive 1", share)
@@ -121,7 +122,7 @@ func TestGateBusyDriveShare(t *testing.T) {
 	}
 	// At the highest priority (share 1) clients do not slow rebuild.
 	var held []func()
-	for range idleDepth {
+	for range recovery.GateIdleDepth {
 		done, ok := tryAcquire(t, &g, 1, 1, time.Second)
 		if !ok {
 			t.Fatal("share 1: a busy drive held rebuild back")
@@ -141,7 +142,7 @@ func TestGateDriveBecomesIdle(t *testing.T) {
 	// comes, and after 4 rebuild I/O times (80 ms) the drive is idle.
 	var held []func()
 	start := time.Now()
-	for range idleDepth {
+	for range recovery.GateIdleDepth {
 		done, ok := tryAcquire(t, &g, 1, 0.1, 5*time.Second)
 		if !ok {
 			t.Fatal("rebuild never resumed on a drive clients left")
@@ -158,7 +159,7 @@ func TestGateDriveBecomesIdle(t *testing.T) {
 
 func TestGateCancel(t *testing.T) {
 	var g ioGate
-	for range idleDepth {
+	for range recovery.GateIdleDepth {
 		done, _ := tryAcquire(t, &g, 1, 0.5, time.Second)
 		defer done()
 	}
