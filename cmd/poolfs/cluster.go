@@ -28,7 +28,9 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 		Use:   "create",
 		Short: "Make a new cluster's directory (secret, id) and print its join token",
 		Long: `Make the directory (-c DIR) of a new cluster whose management service will listen
-on --mgmt, an address every machine of the cluster can reach. It prints the join
+on --mgmt, an address every machine of the cluster can reach (or several,
+comma-separated: one management service runs at each, one leads and the others
+stand by; on their machines "poolfs cluster join TOKEN" makes the directory). It prints the join
 token that storage servers, metadata servers and clients join with: the token holds
 the cluster secret, so hand it over as you would a password.`,
 		Args: cobra.NoArgs,
@@ -37,13 +39,16 @@ the cluster secret, so hand it over as you would a password.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("cluster made in %s; start its management service with\n  poolfs -c %s mgmt --db postgres://... --listen %s\njoin token (secret: keep it like a password):\n%s\n",
-				g.dir, g.dir, mgmtAddr, t)
+			fmt.Printf("cluster made in %s; start its management service with\n", g.dir)
+			for _, a := range cluster.MgmtAddrs(mgmtAddr) {
+				fmt.Printf("  poolfs -c %s mgmt --db postgres://... --listen %s\n", g.dir, a)
+			}
+			fmt.Printf("join token (secret: keep it like a password):\n%s\n", t)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "cluster name (default: the directory's name)")
-	cmd.Flags().StringVar(&mgmtAddr, "mgmt", "", "host:port the management service will listen on, reachable from every machine (required)")
+	cmd.Flags().StringVar(&mgmtAddr, "mgmt", "", "host:port the management service will listen on, reachable from every machine; several comma-separated for standbys (required)")
 	_ = cmd.MarkFlagRequired("mgmt")
 	return cmd
 }

@@ -14,10 +14,6 @@ import (
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/dashboard"
-	"poolfs/internal/metarpc"
-	"poolfs/internal/mgmt"
-	"poolfs/internal/rpc"
-	"poolfs/internal/storage"
 )
 
 // dashFlags are the dashboard options of `poolfs up`.
@@ -125,17 +121,15 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 		ln.Close()
 		return nil, err
 	}
-	rc, err := rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: rpc.NewErrorTable(append(storage.ErrorCodes(),
-		metarpc.ErrorCodes()...)...)})
+	mc, mclose, err := cluster.DialMgmt(info, secret)
 	if err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("dashboard: connect to the management service %s: %w", info.Mgmt, err)
 	}
-	mc := mgmt.NewClient(rc)
 	srv, err := dashboard.New(dashboard.Config{Cluster: mc, Clients: mc, Alerts: mc, Users: users, Dir: dir, Logger: log})
 	if err != nil {
 		ln.Close()
-		rc.Close()
+		mclose()
 		return nil, err
 	}
 	srv.Start()
@@ -156,6 +150,6 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 		cancel()
 		<-done
 		srv.Close()
-		rc.Close()
+		mclose()
 	}, nil
 }

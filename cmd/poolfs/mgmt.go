@@ -24,7 +24,9 @@ func mgmtCmd(g *globals) *cobra.Command {
 		Long: `Run the management service of the cluster made by ` + "`poolfs cluster create -c DIR`" + `.
 It keeps the cluster map in the PostgreSQL database --db (the one the metadata
 servers serve), admits storage servers that join, detects failed drives and
-servers and rebuilds them.`,
+servers and rebuilds them. Several may run, one per address given to cluster
+create --mgmt: the one holding the database's lease leads, the others stand by
+and take over within 10 s of its death (docs/multihost.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnPasswordArg("--db", cfg.DB)
@@ -40,6 +42,16 @@ servers and rebuilds them.`,
 			reg := mflag.registry("mgmt")
 			if reg != nil {
 				cfg.ObserveRPC = metrics.NewRPC(reg).Observe
+			}
+			cfg.OnLeadership = func(leading bool, term uint64, leader string) {
+				switch {
+				case leading:
+					fmt.Printf("poolfs mgmt: leading (lease term %d)\n", term)
+				case leader != "":
+					fmt.Printf("poolfs mgmt: standing by; the leader is %s\n", leader)
+				default:
+					fmt.Printf("poolfs mgmt: standing by\n")
+				}
 			}
 			n, err := cluster.StartMgmt(cmd.Context(), cfg)
 			if err != nil {

@@ -30,30 +30,23 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
-	mrc, err := rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: allErrors()})
+	mc, mclose, err := DialMgmt(info, secret)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s (is `poolfs up` running?): %w", info.Mgmt, err)
 	}
-	metaRC := mrc
+	var metaRC *rpc.Client
 	if info.Meta == "" { // a machine that joined: the map names the metadata servers
-		metaRC, err = dialMeta(ctx, mgmt.NewClient(mrc), secret)
-		if err != nil {
-			mrc.Close()
-			return nil, err
-		}
-	} else if info.Meta != info.Mgmt {
-		metaRC, err = rpc.Dial(info.Meta, secret, rpc.ClientOptions{Errors: metarpc.Errors()})
-		if err != nil {
-			mrc.Close()
-			return nil, fmt.Errorf("cluster: connect to metadata service %s: %w", info.Meta, err)
-		}
+		metaRC, err = dialMeta(ctx, mc, secret)
+	} else { // `poolfs up`: the metadata service shares the management service's address
+		metaRC, err = rpc.Dial(info.Meta, secret, rpc.ClientOptions{Errors: allErrors()})
+	}
+	if err != nil {
+		mclose()
+		return nil, fmt.Errorf("cluster: connect to the metadata service: %w", err)
 	}
 	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
-	c := &Conn{Info: info, Mgmt: mgmt.NewClient(mrc), Meta: metarpc.NewClient(metaRC)}
-	c.closers = append(c.closers, dialer.Close, mrc.Close)
-	if metaRC != mrc {
-		c.closers = append(c.closers, metaRC.Close)
-	}
+	c := &Conn{Info: info, Mgmt: mc, Meta: metarpc.NewClient(metaRC)}
+	c.closers = append(c.closers, dialer.Close, mclose, metaRC.Close)
 	// Read repairs are counted by the management service, in batches.
 	repairs := mgmt.NewRepairBatcher(c.Mgmt, time.Second)
 	if prev := opts.OnRepair; prev != nil {
@@ -94,12 +87,12 @@ func AnnounceMeta(ctx context.Context, dir, addr string) error {
 	if err != nil {
 		return err
 	}
-	rc, err := rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: allErrors()})
+	mc, mclose, err := DialMgmt(info, secret)
 	if err != nil {
 		return fmt.Errorf("cluster: reach the management service at %s: %w", info.Mgmt, err)
 	}
-	defer rc.Close()
-	if err := mgmt.NewClient(rc).RegisterMeta(ctx, addr); err != nil {
+	defer mclose()
+	if err := mc.RegisterMeta(ctx, addr); err != nil {
 		return fmt.Errorf("cluster: announce metadata server %s: %w", addr, err)
 	}
 	return nil
@@ -116,7 +109,7 @@ func (c *Conn) Close() error {
 // allErrors is the error table of a connection that reaches several
 // services.
 func allErrors() *rpc.ErrorTable {
-	return rpc.NewErrorTable(append(storage.ErrorCodes(), metarpc.ErrorCodes()...)...)
+	return rpc.NewErrorTable(append(append(storage.ErrorCodes(), metarpc.ErrorCodes()...), mgmt.ErrorCodes()...)...)
 }
 
 // InProcessDrives is how a client running in this process (`poolfs up

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +24,7 @@ var ErrBadToken = errors.New("cluster: bad join token")
 // a token holds the secret (docs/rpc-security.md): hand it over as a
 // password, never log it.
 type Token struct {
-	Mgmt   string `json:"mgmt"`   // host:port of the management service
+	Mgmt   string `json:"mgmt"`   // host:port of the management service; several: comma-separated
 	ID     string `json:"id"`     // cluster id, 32 hex digits
 	Secret []byte `json:"secret"` // the cluster secret, at least 16 bytes
 }
@@ -38,8 +37,8 @@ func (t Token) String() string {
 
 // Validate rejects a token that cannot join anything.
 func (t Token) Validate() error {
-	if _, _, err := net.SplitHostPort(t.Mgmt); err != nil || t.Mgmt == "" {
-		return fmt.Errorf("%w: management address %q: want host:port", ErrBadToken, t.Mgmt)
+	if err := checkMgmtAddrs(t.Mgmt); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadToken, err)
 	}
 	if _, err := hex.DecodeString(t.ID); err != nil || len(t.ID) != 32 {
 		return fmt.Errorf("%w: cluster id is not 32 hex digits", ErrBadToken)

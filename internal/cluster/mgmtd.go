@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/rpc"
@@ -28,6 +27,9 @@ type MgmtConfig struct {
 	Logger                                                         *slog.Logger
 	// ObserveRPC is as in Config (metrics).
 	ObserveRPC func(method string, d time.Duration, err error)
+	// OnLeadership, if set, is told when the service starts to lead (its
+	// lease term) or stands by (the leader's address, "" if unknown).
+	OnLeadership func(leading bool, term uint64, leader string)
 }
 
 // MgmtNode is a running management service.
@@ -45,8 +47,10 @@ type MgmtNode struct {
 }
 
 // StartMgmt starts the management service of the cluster in cfg.Dir over
-// the database cfg.DB. The first start stores an empty map; storage
-// servers then register their drives (mgmt.Registry).
+// the database cfg.DB. Several may run at once: the one holding the
+// database's lease leads, the others stand by (leader.go). The first
+// leader stores an empty map; storage servers then register their drives
+// (mgmt.Registry).
 func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	defaults := Config{GCInterval: cfg.GCInterval, MetaCheckInterval: cfg.MetaCheckInterval,
 		HealthInterval: cfg.HealthInterval, RebuildInterval: cfg.RebuildInterval, Logger: cfg.Logger}
@@ -64,23 +68,16 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	db, ok := n.engine.(leaseDB)
+	if !ok {
+		n.Close()
+		return nil, fmt.Errorf("cluster: the management service needs a PostgreSQL database, not %s", n.engine.Dialect().Name)
+	}
 	store := meta.New(n.engine, meta.Options{Logger: log})
 	n.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
 	n.Mgmt = mgmt.New(store, n.dialer, n.dialer, log)
 	n.Registry = mgmt.NewRegistry(n.Mgmt)
-	if _, err := n.Mgmt.Load(ctx); errors.Is(err, meta.ErrNotFound) {
-		_, err = n.Mgmt.Update(ctx, func(m *clustermap.Map) error {
-			m.Name = info.Name
-			return nil
-		})
-		if err != nil {
-			n.Close()
-			return nil, fmt.Errorf("cluster: store the first map: %w", err)
-		}
-	} else if err != nil {
-		n.Close()
-		return nil, err
-	}
+	n.Mgmt.Follow("") // a standby until it holds the lease
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		n.Close()
@@ -88,8 +85,8 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	}
 	n.Addr = ln.Addr().String()
 	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: allErrors(), Observe: cfg.ObserveRPC})
-	n.Mgmt.Register(n.rpc)
-	n.Registry.Register(n.rpc)
+	n.Mgmt.Register(n.Mgmt.Gate(n.rpc))
+	n.Registry.Register(n.Mgmt.Gate(n.rpc))
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -97,10 +94,20 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 			log.Error("rpc server stopped", "err", err)
 		}
 	}()
+	l := newLeader(db, n.Mgmt, n.Addr, info.Name, log)
+	l.changed = cfg.OnLeadership
+	l.lead = func(ctx context.Context, wg *sync.WaitGroup) {
+		mgmtLoops{svc: n.Mgmt, store: store, log: log, health: n.Mgmt.CheckDrives, gc: defaults.GCInterval, metaCheck: defaults.MetaCheckInterval,
+			healthEvery: defaults.HealthInterval, rebuild: defaults.RebuildInterval}.start(ctx, wg)
+	}
 	gctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	mgmtLoops{svc: n.Mgmt, store: store, log: log, health: n.Mgmt.CheckDrives, gc: defaults.GCInterval, metaCheck: defaults.MetaCheckInterval,
-		healthEvery: defaults.HealthInterval, rebuild: defaults.RebuildInterval}.start(gctx, &n.wg)
+	l.step(gctx) // the first service of a cluster leads at once
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		l.run(gctx)
+	}()
 	return n, nil
 }
 

@@ -54,7 +54,7 @@ type StorageNode struct {
 	local   map[string]*chunkstore.LocalDrive // by path
 	server  *storage.Server
 	rpc     *rpc.Server
-	mrc     *rpc.Client
+	mclose  func() error // closes mc
 	mc      *mgmt.Client
 	dialer  *storage.Dialer
 	served  map[placement.DriveID]bool // touched by the register loop only
@@ -115,7 +115,7 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 	n.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		n.mrc, err = rpc.Dial(info.Mgmt, secret, rpc.ClientOptions{Errors: allErrors()})
+		n.mc, n.mclose, err = DialMgmt(info, secret)
 		if err == nil {
 			break
 		}
@@ -125,7 +125,6 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	n.mc = mgmt.NewClient(n.mrc)
 	n.server.SetPeers(n.mc.Map, n.dialer)
 	for {
 		err = n.register(ctx)
@@ -256,8 +255,8 @@ func (n *StorageNode) Close() error {
 			n.rpc.Close()
 		}
 		n.wg.Wait()
-		if n.mrc != nil {
-			n.mrc.Close()
+		if n.mclose != nil {
+			n.mclose()
 		}
 		if n.dialer != nil {
 			n.dialer.Close()

@@ -48,24 +48,45 @@ func (s *Store) GetBlob(ctx context.Context, name string) ([]byte, uint64, error
 // (0: the blob must not exist) and returns the new version, oldVersion+1.
 // Errors: ErrConflict (version mismatch), ErrInvalid (bad name).
 func (s *Store) PutBlob(ctx context.Context, name string, data []byte, oldVersion uint64) (uint64, error) {
+	return s.PutBlobFenced(ctx, name, data, oldVersion, nil)
+}
+
+// putBlob is the compare-and-set of PutBlob in o's transaction.
+func (o *op) putBlob(name string, data []byte, oldVersion uint64) error {
+	v, ok, err := o.get(blobKey(name))
+	if err != nil {
+		return err
+	}
+	var cur uint64
+	if ok {
+		if cur, _, err = decodeBlob(v); err != nil {
+			return err
+		}
+	}
+	if cur != oldVersion {
+		return fmt.Errorf("version %d, expected %d: %w", cur, oldVersion, ErrConflict)
+	}
+	return o.tx.Put(blobKey(name), encodeBlob(oldVersion+1, data))
+}
+
+// Fence is a condition checked inside a write's own transaction: a
+// non-nil error refuses the write (PutBlobFenced). An engine provides
+// its fences (postgres.Engine.LeaseFence: the writer still holds a lease).
+type Fence func(tx Tx) error
+
+// PutBlobFenced is PutBlob that commits only if fence (nil: none) passes
+// in the same transaction; fence's error is returned wrapped.
+func (s *Store) PutBlobFenced(ctx context.Context, name string, data []byte, oldVersion uint64, fence Fence) (uint64, error) {
 	if err := checkBlobName(name); err != nil {
 		return 0, err
 	}
 	err := s.update(ctx, func(o *op) error {
-		v, ok, err := o.get(blobKey(name))
-		if err != nil {
-			return err
-		}
-		var cur uint64
-		if ok {
-			if cur, _, err = decodeBlob(v); err != nil {
+		if fence != nil {
+			if err := fence(o.tx); err != nil {
 				return err
 			}
 		}
-		if cur != oldVersion {
-			return fmt.Errorf("version %d, expected %d: %w", cur, oldVersion, ErrConflict)
-		}
-		return o.tx.Put(blobKey(name), encodeBlob(oldVersion+1, data))
+		return o.putBlob(name, data, oldVersion)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("put blob %q: %w", name, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"poolfs/internal/alerts"
-	"poolfs/internal/rpc"
 )
 
 // AlertArgs are the arguments of the alert RPCs: mgmt.Alerts lists the
@@ -28,7 +27,7 @@ type DeliveryResult struct {
 // configured.
 var ErrNoChannels = errors.New("mgmt: no alert delivery channel configured (webhook or smtp in the cluster's alerts.json)")
 
-func (s *Service) registerAlerts(r *rpc.Server) {
+func (s *Service) registerAlerts(r Handler) {
 	handleJSON(r, "mgmt.Alerts", func(ctx context.Context, a AlertArgs) (any, error) {
 		if a.All {
 			return s.Alerts().History(a.Limit), nil

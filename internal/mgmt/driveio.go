@@ -36,7 +36,7 @@ func (s *Service) DriveIO(ctx context.Context) ([]DriveStatus, error) {
 	return ds, nil
 }
 
-func (s *Service) registerDriveIO(r *rpc.Server) {
+func (s *Service) registerDriveIO(r Handler) {
 	r.Handle("mgmt.StatusQuiet", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		st, err := s.status(ctx, false)
 		if err != nil {

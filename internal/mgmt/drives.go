@@ -217,7 +217,7 @@ type DriveArgs struct {
 	Value  string            `json:"value,omitempty"`
 }
 
-func (s *Service) registerDrives(r *rpc.Server) {
+func (s *Service) registerDrives(r Handler) {
 	handleJSON(r, "mgmt.FailDrive", func(ctx context.Context, a DriveArgs) (any, error) {
 		if a.Reason == "" {
 			a.Reason = "failed by operator"

@@ -248,7 +248,7 @@ type graceArgs struct {
 	Grace time.Duration `json:"grace"`
 }
 
-func (s *Service) registerGrace(r *rpc.Server) {
+func (s *Service) registerGrace(r Handler) {
 	r.Handle("mgmt.DriveUnreachable", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a DriveArgs
 		if err := json.Unmarshal(req.Args, &a); err != nil {

@@ -67,7 +67,7 @@ type IOStatsArgs struct {
 	Top int `json:"top"` // busiest jobs to return; ≤ 0: all
 }
 
-func (s *Service) registerIOStats(r *rpc.Server) {
+func (s *Service) registerIOStats(r Handler) {
 	r.Handle("mgmt.IOReport", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		rep, err := iostats.DecodeReport(req.Args)
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
-	"poolfs/internal/rpc"
 )
 
 // PoolSpec describes a new pool of new emulated drives.
@@ -139,7 +138,7 @@ func (s *Service) checkHostRoom(ctx context.Context, spec PoolSpec) error {
 	return nil
 }
 
-func (s *Service) registerPools(r *rpc.Server) {
+func (s *Service) registerPools(r Handler) {
 	handleJSON(r, "mgmt.CreatePool", func(ctx context.Context, spec PoolSpec) (any, error) {
 		return s.CreatePool(ctx, spec)
 	})

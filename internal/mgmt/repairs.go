@@ -62,7 +62,7 @@ func (c *Client) ReadRepaired(ctx context.Context, perDrive map[placement.DriveI
 	return c.rc.Call(ctx, "mgmt.ReadRepairs", repairArgs{Drives: perDrive}, nil, nil)
 }
 
-func (s *Service) registerRepairs(r *rpc.Server) {
+func (s *Service) registerRepairs(r Handler) {
 	r.Handle("mgmt.ReadRepairs", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a repairArgs
 		if err := json.Unmarshal(req.Args, &a); err != nil {

@@ -12,7 +12,7 @@ import (
 // handleJSON registers an RPC method whose arguments are one JSON value of
 // type A: arguments that do not decode are refused as invalid, and fn's
 // result becomes the response.
-func handleJSON[A any](r *rpc.Server, name string, fn func(ctx context.Context, a A) (any, error)) {
+func handleJSON[A any](r Handler, name string, fn func(ctx context.Context, a A) (any, error)) {
 	r.Handle(name, func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a A
 		if err := json.Unmarshal(req.Args, &a); err != nil {

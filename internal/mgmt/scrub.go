@@ -435,7 +435,7 @@ type ScrubArgs struct {
 	Pool string `json:"pool,omitempty"`
 }
 
-func (s *Service) registerScrub(r *rpc.Server) {
+func (s *Service) registerScrub(r Handler) {
 	r.Handle("mgmt.Scrub", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a ScrubArgs
 		if err := json.Unmarshal(req.Args, &a); err != nil {

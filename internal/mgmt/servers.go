@@ -358,7 +358,7 @@ func (r *Registry) RegisterMeta(ctx context.Context, addr string) error {
 }
 
 // Register exposes the registry on an RPC server.
-func (r *Registry) Register(srv *rpc.Server) {
+func (r *Registry) Register(srv Handler) {
 	handleJSON(srv, "mgmt.RegisterServer", func(ctx context.Context, spec ServerSpec) (any, error) {
 		return r.RegisterServer(ctx, spec)
 	})

@@ -40,6 +40,13 @@ type Service struct {
 	al     alerting   // alerts.go
 	clocks clockWatch // alerts_clock.go
 
+	// lead is whether the service leads (leader.go); guarded by its lock.
+	lead struct {
+		sync.Mutex
+		standby bool
+		leader  string     // the leader's address, on a standby
+		fence   meta.Fence // on the leader: the condition of its map writes
+	}
 	mu struct {
 		sync.Mutex
 		m       *clustermap.Map
@@ -93,7 +100,14 @@ func (s *Service) Map(ctx context.Context) (*clustermap.Map, error) {
 
 // Update applies fn to a copy of the current map and stores the result as
 // the next epoch. fn may be called again if another writer won the race.
+//
+// Only the leader updates (leader.go): a standby gets ErrNotLeader, and a
+// leader whose fence no longer passes gets the fence's error.
 func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) (*clustermap.Map, error) {
+	fence, err := s.notLeader()
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; attempt < 10; attempt++ {
 		s.mu.Lock()
 		cur, ver := s.mu.m, s.mu.version
@@ -118,7 +132,7 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 		if err != nil {
 			return nil, err
 		}
-		nv, err := s.store.PutBlob(ctx, mapBlob, b, ver)
+		nv, err := s.store.PutBlobFenced(ctx, mapBlob, b, ver, fence)
 		if err == nil {
 			err = s.store.Sync(ctx) // a map epoch is never lost once announced
 		}
@@ -146,7 +160,7 @@ func (s *Service) Update(ctx context.Context, fn func(m *clustermap.Map) error) 
 }
 
 // Register exposes the service on an RPC server.
-func (s *Service) Register(r *rpc.Server) {
+func (s *Service) Register(r Handler) {
 	s.registerPools(r)
 	s.registerDrives(r)
 	s.registerGrace(r)
@@ -188,7 +202,12 @@ func (s *Service) Register(r *rpc.Server) {
 }
 
 // Client calls a management service.
-type Client struct{ rc *rpc.Client }
+type Client struct{ rc caller }
+
+// caller is what a Client calls through: an *rpc.Client, or Leaders.
+type caller interface {
+	Call(ctx context.Context, method string, args any, body []byte, result any) error
+}
 
 // NewClient wraps an RPC client connected to the management service.
 func NewClient(rc *rpc.Client) *Client { return &Client{rc: rc} }

@@ -10,7 +10,6 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
-	"poolfs/internal/rpc"
 )
 
 // NarrowFile is a file whose data lies on fewer drives than its pool
@@ -140,7 +139,7 @@ type StripingArgs struct {
 	Limit int `json:"limit"`
 }
 
-func (s *Service) registerStriping(r *rpc.Server) {
+func (s *Service) registerStriping(r Handler) {
 	handleJSON(r, "mgmt.Striping", func(ctx context.Context, a StripingArgs) (any, error) {
 		return s.Striping(ctx, a.Limit)
 	})

@@ -81,6 +81,9 @@ func initOnce(ctx context.Context, c *pgx.Conn, want Owner) (binding, error) {
 		if _, err := tx.Exec(ctx, ownerTable); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, leaseSchema); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `INSERT INTO poolfs_cluster (id, location) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 			want.ID, want.Where)
 		if err != nil {
