@@ -7,6 +7,11 @@
 // the files in its directory (Connect, used by every other command; a
 // machine that joined finds the metadata servers in the map).
 //
+// Several `poolfs mgmt` may run over one PostgreSQL database: the one that
+// holds the lease row (leader.go; postgres.Engine.AcquireLease) leads and
+// runs the periodic jobs, the others stand by; cluster.json and the join
+// token list every management address, and DialMgmt calls the leader.
+//
 // A cluster of several machines starts with Create (secret, id,
 // cluster.json naming the management address) and a join Token that
 // carries them to the other machines (Join writes their directories). The
@@ -14,7 +19,7 @@
 //
 // The directory of a cluster holds:
 //
-//	cluster.json   the management service's address and the cluster name
+//	cluster.json   the management services' addresses and the cluster name
 //	secret         the cluster secret (0600): every RPC authenticates with it
 //	cluster-id     the cluster id, made at the first start: a PostgreSQL
 //	               metadata database is bound to it and refuses others

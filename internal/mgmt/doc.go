@@ -3,6 +3,16 @@
 // pool status that `poolfs status` and the dashboard show, and the garbage
 // collector of fragments.
 //
+// Leadership (leader.go, leader_client.go). Several services may run over
+// one database; the one that holds the database's lease leads (package
+// cluster runs the lease), the others stand by: a standby's Update fails
+// with ErrNotLeader and its RPC methods, registered through Gate, refuse
+// every call with ErrNotLeader naming the leader. Lead installs the
+// leader's fence, checked in the transaction of each map write, and loads
+// the map as stored. Leaders is the caller of clients given several
+// addresses: it follows the leader and waits out a failover. A service
+// that is never told to Follow leads (`poolfs up`).
+//
 // Failure detection (grace.go, report.go). A drive that answers with I/O
 // errors, or whose directory vanished, is failed at once. A drive that does
 // not answer (its storage server unreachable, the drive offline) is only
@@ -93,7 +103,8 @@
 //
 // Invariants:
 //   - the map is stored in the metadata store as a versioned blob and only
-//     changed with compare-and-set, each change bumping Epoch by one;
+//     changed with compare-and-set, each change bumping Epoch by one, by
+//     the leader only, under its fence (a deposed leader's write fails);
 //   - a fragment is deleted only when the metadata store no longer
 //     references it: its generation was replaced or its file removed (the
 //     GC queue), or it was never committed and is older than the grace

@@ -28,6 +28,11 @@
 // string, PGPASSWORD, a password file or a service file; no error, and
 // nothing that shows a connection string, shows it (Redact, redact.go).
 //
+// Leases (lease.go): table mgmt_lease holds named leases taken and renewed
+// on the database's clock; LeaseFence makes a transaction commit only while
+// its writer holds a lease, so several management services can share the
+// database and only the leader writes the map.
+//
 // Connections come from a small pool of pgx.Conn (pgxpool is not used: its
 // puddle dependency is not in go.mod).
 package postgres
