@@ -175,52 +175,10 @@ func checkFile(dir string, f labFile) error {
 // resumed, a server whose link is cut and restored, and the metadata
 // server killed and started again.
 func TestSeveralHosts(t *testing.T) {
-	lab := netlab.New(t)
-	pg, mg, md := lab.AddHost("pg"), lab.AddHost("mgmt"), lab.AddHost("meta")
-	var srv []*netlab.Host
-	for i := range 4 {
-		srv = append(srv, lab.AddHost(fmt.Sprintf("s%d", i+1)))
-	}
-	c1, c2 := lab.AddHost("c1"), lab.AddHost("c2")
-	root := t.TempDir()
-	dir := func(host string) string { return filepath.Join(root, host) }
-
-	db := startLabPostgres(t, pg, mg)
-	out := runOn(t, mg, "-c", dir("mgmt"), "cluster", "create", "--mgmt", mg.Addr(9401))
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
-	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
-	metaArgs := []string{"-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", md.Addr(9402)}
-	metaSrv := startDaemon(t, md, "meta", "poolfs meta: serving", metaArgs...)
-	storage := make([]*daemon, len(srv))
-	storageArgs := func(i int) []string {
-		h := srv[i]
-		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500),
-			"--drive-size", "256M", "--enclosure", fmt.Sprintf("e%d", i/2)}
-		for d := range 3 {
-			args = append(args, "--drive", filepath.Join(dir(h.Name), fmt.Sprintf("d%d", d)))
-		}
-		return args
-	}
-	for i, h := range srv {
-		storage[i] = startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", storageArgs(i)...)
-	}
-	runOn(t, c1, "-c", dir("c1"), "cluster", "join", token)
-	runOn(t, c2, "-c", dir("c2"), "cluster", "join", token)
-	out = runOn(t, c1, "-c", dir("c1"), "cluster", "pool", "default", "--scheme", "4+2", "--unit", "256K")
-	if !strings.Contains(out, "over 12 drives of 4 servers") {
-		t.Fatalf("pool create: %s", out)
-	}
-
-	mounts := []string{filepath.Join(root, "mnt1"), filepath.Join(root, "mnt2")}
-	for i, h := range []*netlab.Host{c1, c2} {
-		if err := os.Mkdir(mounts[i], 0o755); err != nil {
-			t.Fatal(err)
-		}
-		mnt := mounts[i]
-		t.Cleanup(func() { _ = exec.Command("fusermount3", "-u", "-z", mnt).Run() })
-		startDaemon(t, h, "mount "+h.Name, "poolfs mounted on", "-c", dir(h.Name), "mount", mnt)
-	}
+	c := startLabCluster(t, 4)
+	srv, storage, mounts, md := c.srv, c.storage, c.mounts, c.md
+	c2 := c.clients[1]
+	dir, storageArgs, metaArgs, metaSrv := c.dir, c.storageArgs, c.metaArgs, c.metaSrv
 
 	// Each client writes files the other reads.
 	var files [2][]labFile

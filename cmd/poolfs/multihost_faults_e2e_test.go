@@ -86,23 +86,37 @@ func TestSeveralHostsFaults(t *testing.T) {
 	x2 := newLabFile("x", 3<<20, 601)
 	all = all[:len(all)-1]
 	write(0, x2)
+	// And a piece of base-1 is rewritten in place through the other mount:
+	// its stripes are read degraded, without s1, and written anew.
+	patch := newLabFile("patch", 300<<10, 602)
+	f, err := os.OpenFile(filepath.Join(c.mounts[1], "base-1"), os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteAt(patch.data, 1<<20+12345)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		t.Fatalf("rewrite part of base-1 while s1 is cut off: %v", err)
+	}
+	copy(all[1].data[1<<20+12345:], patch.data)
 	if err := c.srv[0].LinkUp(); err != nil {
 		t.Fatal(err)
 	}
 	waitServers(t, cl, dir, 20*time.Second, "all drives up after s1's link came back", allUp)
 	waitHealthy(t, cl, dir)
 	checkAll("after s1 came back with x's old fragments")
-	// The resync moved only x's stripes (3 MiB of 1 MiB stripes), not
-	// the others' that s1 held all along; a stripe may move twice, as
-	// s1's drives come back one by one.
+	// The resync moved only the stripes rewritten meanwhile (x's 3, 1 of
+	// base-1), not the others' that s1 held all along; a stripe may move
+	// twice, as s1's drives come back one by one.
 	ev := strings.Split(c.poolfs(t, "events"), "\n")[events-1:]
 	moved := 0
 	for _, m := range regexp.MustCompile(`(\d+) stripes to restore`).FindAllStringSubmatch(strings.Join(ev, "\n"), -1) {
 		n, _ := strconv.Atoi(m[1])
 		moved += n
 	}
-	if moved > 6 {
-		t.Errorf("the resync after s1 came back restored %d stripes, more than twice x's 3:\n%s", moved, strings.Join(ev, "\n"))
+	if moved > 8 {
+		t.Errorf("the resync after s1 came back restored %d stripes, more than twice the 4 rewritten:\n%s", moved, strings.Join(ev, "\n"))
 	}
 	t.Logf("resync after s1 came back: %d stripes", moved)
 
@@ -141,16 +155,24 @@ func TestSeveralHostsFaults(t *testing.T) {
 		}
 		waitHealthy(t, cl, dir)
 
-		// s3 is killed while a large write runs: the write succeeds.
+		// s3 is killed halfway through a large write: the write succeeds.
 		big := newLabFile("big", 24<<20, 1000)
-		done := make(chan error, 1)
-		go func() { done <- os.WriteFile(filepath.Join(c.mounts[0], big.name), big.data, 0o644) }()
-		time.Sleep(300 * time.Millisecond)
+		f, err := os.Create(filepath.Join(c.mounts[0], big.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := len(big.data) / 2
+		if _, err := f.Write(big.data[:half]); err != nil {
+			t.Fatalf("the first half of the write: %v", err)
+		}
 		if err := c.storage[2].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil {
-			t.Fatalf("the write during which s3 was killed: %v", err)
+		if _, err := f.Write(big.data[half:]); err != nil {
+			t.Fatalf("the write after s3 was killed: %v", err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatalf("close after s3 was killed during the write: %v", err)
 		}
 		all = append(all, big)
 		checkAll("after s3 was killed during a write")
@@ -178,13 +200,15 @@ func TestSeveralHostsFaults(t *testing.T) {
 		return rows["s2"] != nil && rows["s2"][3] == "3"
 	})
 	checkAll("after s2 came back past the grace")
-	// Every stripe has its k+m fragments on the drives that are up, and
-	// none is left over.
+	// Every stripe has its k+m fragments on the drives that are up (the
+	// fragments named by no record are the collector's: an attempt cut
+	// short by the kill, old generations not yet deleted).
 	fsck := c.poolfs(t, "fsck")
 	m := regexp.MustCompile(`(\d+) stripe records, (\d+) fragments \((\d+) named by no record`).FindStringSubmatch(fsck)
-	if m == nil || m[2] != strconv.Itoa(6*atoi(m[1])) || m[3] != "0" {
+	if m == nil || atoi(m[2])-atoi(m[3]) != 6*atoi(m[1]) {
 		t.Errorf("fsck after s2 came back past the grace:\n%s", fsck)
 	}
+	t.Logf("fsck: %s", fsck[strings.LastIndex(fsck, "fsck: "):])
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

@@ -25,6 +25,7 @@ type labCluster struct {
 	storage     []*daemon
 	mounts      []string
 	metaArgs    []string
+	metaSrv     *daemon
 }
 
 // dir is the configuration directory of host name.
@@ -48,7 +49,7 @@ func (c *labCluster) startStorage(t *testing.T, i int) {
 	c.storage[i] = startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", c.storageArgs(i)...)
 }
 
-// status runs poolfs args on the second client.
+// poolfs runs poolfs args on the second client.
 func (c *labCluster) poolfs(t *testing.T, args ...string) string {
 	t.Helper()
 	return runOn(t, c.clients[1], append([]string{"-c", c.dir(c.clients[1].Name)}, args...)...)
@@ -70,7 +71,7 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 	c.token = lines[len(lines)-1]
 	startDaemon(t, c.mg, "mgmt", "poolfs mgmt: serving", "-c", c.dir("mgmt"), "mgmt", "--db", c.db, "--listen", c.mg.Addr(9401))
 	c.metaArgs = []string{"-c", c.dir("meta"), "meta", "--join", c.token, "--db", c.db, "--listen", c.md.Addr(9402)}
-	startDaemon(t, c.md, "meta", "poolfs meta: serving", c.metaArgs...)
+	c.metaSrv = startDaemon(t, c.md, "meta", "poolfs meta: serving", c.metaArgs...)
 	c.storage = make([]*daemon, n)
 	for i := range c.srv {
 		c.startStorage(t, i)
