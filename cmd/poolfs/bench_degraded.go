@@ -113,7 +113,7 @@ func runDegradedBench(ctx context.Context, o degradedOpts) ([]degradedRun, error
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	c, conn, err := benchCluster(ctx, dir, "declustered", o.drives, o.scheme, o.model, o.scale, o.unit)
+	c, conn, err := benchCluster(ctx, dir, "declustered", o.drives, o.scheme, o.model, o.scale, o.unit, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,13 @@ type rebuildRun struct {
 	// LoadAvg is the machine's 1-minute load average (/proc/loadavg) before
 	// the failure and after the rebuild: other processes compete for the CPUs.
 	LoadAvg [2]float64 `json:"loadavg"`
+	// ClientDriveSec is the drive time (by the speed model) that client
+	// I/O took per second from the failure to healthy, summed over the
+	// drives: every read, write, sync and delete that was not the
+	// rebuild's (the collector's deletes and syncs included). ClientOps
+	// counts those operations per second.
+	ClientDriveSec float64            `json:"client_drive_sec_per_sec"`
+	ClientOps      map[string]float64 `json:"client_ops_per_sec"`
 	// Further failures with no client load, one per priority (grouped:
 	// the first priority only).
 	NoLoad   []noLoadRun `json:"noload,omitempty"`
@@ -183,6 +190,8 @@ func printRebuildRun(r rebuildRun) {
 		r.ReadSkew, r.WriteSkew, r.BusiestOverMean, r.CPUCores, r.ScanSec)
 	fmt.Printf("             client %.1f MiB/s healthy, %.1f MiB/s during the rebuild (%.0f%%); verified %v\n",
 		r.HealthyMiBs, r.RebuildMiBs, 100*r.RebuildMiBs/max(r.HealthyMiBs, 1e-9), r.Verified)
+	fmt.Printf("             client drive time during the rebuild %.1f s/s (per second: %.1f reads, %.1f writes, %.1f syncs, %.1f deletes)\n",
+		r.ClientDriveSec, r.ClientOps["read"], r.ClientOps["write"], r.ClientOps["sync"], r.ClientOps["delete"])
 	for _, n := range r.NoLoad {
 		fmt.Printf("             no load, priority %s (%s): rebuild run %.1f s, drive bound %.1f s (%.0f%%), busiest drive %.1f s (%.0f%%); busiest/mean reads %.2f writes %.2f all %.2f; CPU %.2f cores\n",
 			n.Priority, n.Drive, n.RunSec, n.BoundSec, n.Percent, n.Busiest, n.PercentB, n.ReadSkew, n.WriteSkew, n.IOSkew, n.CPUCores)
@@ -225,12 +234,13 @@ func writeRebuildCharts(out string, runs []rebuildRun, o rebuildOpts) error {
 	return nil
 }
 
-// benchCluster starts the cluster of one bench run in dir with drive model
-// model (scaled) and connects to it.
-func benchCluster(ctx context.Context, dir, layout string, drives int, scheme, model string, scale float64, unit uint32) (*cluster.Cluster, *cluster.Conn, error) {
+// benchCluster starts the cluster of one bench run in dir with drive
+// model (scaled) and connects to it; wrap, if not nil, wraps every drive
+// (cluster.Config.WrapDrive).
+func benchCluster(ctx context.Context, dir, layout string, drives int, scheme, model string, scale float64, unit uint32, wrap func(placement.DriveID, chunkstore.Drive) chunkstore.Drive) (*cluster.Cluster, *cluster.Conn, error) {
 	c, err := cluster.Start(ctx, cluster.Config{Dir: dir, Listen: "127.0.0.1:0", Drives: drives, Scheme: scheme,
 		Unit: unit, DriveSize: 4 << 30, Overcommit: true, Layout: layout, DriveModel: model, SpeedScale: scale,
-		GCInterval: time.Hour, HealthInterval: 200 * time.Millisecond, RebuildInterval: 5 * time.Second})
+		GCInterval: time.Hour, HealthInterval: 200 * time.Millisecond, RebuildInterval: 5 * time.Second, WrapDrive: wrap})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -345,7 +355,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	}
 	defer os.RemoveAll(dir)
 	// Fill at full speed (no drive model), then restart on the emulated drives.
-	c, conn, err := benchCluster(ctx, dir, layout, o.drives, o.scheme, "none", 0, o.unit)
+	c, conn, err := benchCluster(ctx, dir, layout, o.drives, o.scheme, "none", 0, o.unit, nil)
 	if err != nil {
 		return r, err
 	}
@@ -364,7 +374,8 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	}
 	conn.Close()
 	c.Close()
-	c, conn, err = benchCluster(ctx, dir, layout, o.drives, o.scheme, o.model, o.scale, o.unit)
+	io := &driveTime{m: sm}
+	c, conn, err = benchCluster(ctx, dir, layout, o.drives, o.scheme, o.model, o.scale, o.unit, io.wrap)
 	if err != nil {
 		return r, err
 	}
@@ -421,6 +432,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	r.FailAtSec = time.Since(start).Seconds()
 	r.LoadAvg[0] = loadAvg()
 	before := c.Mgmt.Rebuild()
+	io0 := io.snapshot()
 	cpu0, wall0 := cpuSeconds(), time.Now()
 	r.RebuildSec, err = failAndWait(ctx, c, 3, tick, sample)
 	if err != nil {
@@ -428,6 +440,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 		wg.Wait()
 		return r, err
 	}
+	ops := io.snapshot().sub(io0)
 	r.CPUCores = (cpuSeconds() - cpu0) / time.Since(wall0).Seconds()
 	r.LoadAvg[1] = loadAvg()
 	during := r.Throughput[int(r.FailAtSec+0.5):]
@@ -444,6 +457,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	}
 	fragSize := int64(erasure.FragmentSize(erasure.ShardSize(k*int(o.unit), k, int(o.unit))))
 	r.BoundSec, r.BusiestBoundSec = rebuildBound(sm, reads, writes, o.drives-1, fragSize)
+	r.clientIO(ops, reads, writes, fragSize, o.drives-1)
 	for i := 0; i < 3; i++ {
 		<-tick.C
 		sample()
@@ -463,7 +477,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	// Verify every byte on unthrottled drives.
 	conn.Close()
 	c.Close()
-	c, conn, err = benchCluster(ctx, dir, layout, o.drives, o.scheme, "none", 0, o.unit)
+	c, conn, err = benchCluster(ctx, dir, layout, o.drives, o.scheme, "none", 0, o.unit, nil)
 	if err != nil {
 		return r, err
 	}

@@ -142,6 +142,7 @@ type benchFile struct {
 		RebuildSec  float64 `json:"rebuild_sec"`
 		RunSec      float64 `json:"run_sec"`
 		HealthyMiBs float64 `json:"healthy_mib_s"`
+		ClientSec   float64 `json:"client_drive_sec_per_sec"`
 	} `json:"runs"`
 }
 
@@ -190,15 +191,33 @@ func predictBench(files []string, simStripes int) error {
 				return err
 			}
 			p := plan.Pool{Drives: run.Drives, DriveBytes: 4 << 30, Speed: sm.Scale(scale), K: k, M: m, Layout: layout, Unit: int(unit)}
-			res, err := plan.SimulateRebuild(plan.RebuildInput{Pool: p, FillBytes: run.FillBytes, ClientLoad: plan.ClientLoad(p, run.HealthyMiBs), SimStripes: simStripes})
+			load := benchLoad(p, run.ClientSec, run.HealthyMiBs)
+			res, err := plan.SimulateRebuild(plan.RebuildInput{Pool: p, FillBytes: run.FillBytes, ClientLoad: load, SimStripes: simStripes})
 			if err != nil {
 				return err
 			}
 			fmt.Printf("%-10s %6d %-12s %9.1fs %9.1fs %+9.0f%% %8.2f\n", strings.TrimSuffix(lastPart(file), ".json"), run.Drives, run.Layout,
-				run.RunSec, res.Seconds, 100*(res.Seconds-run.RunSec)/run.RunSec, plan.ClientLoad(p, run.HealthyMiBs))
+				run.RunSec, res.Seconds, 100*(res.Seconds-run.RunSec)/run.RunSec, load)
 		}
 	}
 	return nil
+}
+
+// benchLoad is the client load of a bench rebuild run: the drive time its
+// clients' I/O took during the rebuild (every read, write, sync and
+// delete), per second, over the drives clients use then (a declustered
+// pool's survivors; a grouped pool's groups, the hot spare standing in).
+// Files written before that was recorded give only the healthy
+// throughput, which counts the fragment reads and writes alone.
+func benchLoad(p plan.Pool, clientSec, healthyMiBs float64) float64 {
+	if clientSec <= 0 {
+		return plan.ClientLoad(p, healthyMiBs)
+	}
+	drives := plan.ClientDrives(p)
+	if p.Layout == placement.Declustered {
+		drives-- // the failed one
+	}
+	return clientSec / float64(drives)
 }
 
 func lastPart(path string) string {

@@ -250,9 +250,15 @@ func ClientLoad(p Pool, mibs float64) float64 {
 	frag := p.fragmentBytes()
 	bytes := mibs * (1 << 20) * (0.5 + 0.5*float64(p.K+p.M)/float64(p.K))
 	svc := (p.Speed.Service(frag, p.Speed.ReadBW) + p.Speed.Service(frag, p.Speed.WriteBW)).Seconds() / 2
-	drives := p.Drives
+	return bytes / float64(frag) * svc / float64(ClientDrives(p))
+}
+
+// ClientDrives is how many drives of a healthy pool hold stripes, and so
+// share the clients' I/O: every drive if declustered, the groups' if
+// grouped (hot spares hold nothing).
+func ClientDrives(p Pool) int {
 	if p.Layout == placement.Grouped {
-		drives = (p.Drives - p.preservation()) / (p.K + p.M) * (p.K + p.M)
+		return (p.Drives - p.preservation()) / (p.K + p.M) * (p.K + p.M)
 	}
-	return bytes / float64(frag) * svc / float64(drives)
+	return p.Drives
 }
