@@ -57,8 +57,12 @@ func startUpEnv(t *testing.T, env []string, dir string, args ...string) *upProc 
 	}
 	p := &upProc{cmd: cmd, out: &out}
 	t.Cleanup(func() {
+		if t.Failed() && p.cmd.ProcessState == nil { // the cluster's events tell why
+			ev, _ := exec.Command(binary, "events", "-c", dir, "--last", "40").CombinedOutput()
+			t.Logf("poolfs events:\n%s", ev)
+		}
 		p.kill()
-		if t.Failed() { // what the cluster logged tells why
+		if t.Failed() { // and so does what it logged
 			t.Logf("poolfs up (pid %d) printed:\n%s", cmd.Process.Pid, tail(out.String(), 16<<10))
 		}
 	})

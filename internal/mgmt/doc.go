@@ -43,7 +43,9 @@
 // back among its peers (drive.slow-cleared). A flagged drive whose probes
 // take SlowPolicy.DownAfter or longer is marked down, so new stripes go
 // around it and clients read around it, and is marked up only once it is no
-// longer slow; past the grace it is failed like any down drive. Probes and
+// longer slow; past the grace it is failed like any down drive. A slow
+// drive is never marked down when that would leave its pool fewer up
+// drives than a stripe's width (slowDriveDown). Probes and
 // status never wait longer than DownAfter and one second for a drive.
 //
 // Health (health.go, status.go). A pool's health is the redundancy of its

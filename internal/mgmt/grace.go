@@ -57,6 +57,13 @@ func (s *Service) probe(ctx context.Context, m *clustermap.Map, id placement.Dri
 // setState moves a drive to a new state in a new map epoch; changed is
 // false if it already was there. The map's time is the service's clock.
 func (s *Service) setState(ctx context.Context, id placement.DriveID, from []clustermap.DriveState, to clustermap.DriveState) (m *clustermap.Map, changed bool, err error) {
+	return s.setStateIf(ctx, id, from, to, nil)
+}
+
+// setStateIf is setState, done only if guard (when not nil) returns nil
+// for the map about to change: its error is returned, nothing changed.
+func (s *Service) setStateIf(ctx context.Context, id placement.DriveID, from []clustermap.DriveState, to clustermap.DriveState,
+	guard func(m *clustermap.Map, d clustermap.Drive) error) (m *clustermap.Map, changed bool, err error) {
 	m, err = s.Update(ctx, func(m *clustermap.Map) error {
 		d, err := m.Drive(id)
 		if err != nil {
@@ -68,6 +75,11 @@ func (s *Service) setState(ctx context.Context, id placement.DriveID, from []clu
 		}
 		if !ok {
 			return errUnchanged
+		}
+		if guard != nil {
+			if err := guard(m, *d); err != nil {
+				return err
+			}
 		}
 		changed, err = m.SetState(id, to, time.Now())
 		if err == nil && !changed {
@@ -87,7 +99,12 @@ func (s *Service) setState(ctx context.Context, id placement.DriveID, from []clu
 // grace period runs out (then CheckDrives declares it failed). A drive in
 // any other state is left alone (nil error).
 func (s *Service) DriveDown(ctx context.Context, id placement.DriveID, reason string) error {
-	m, changed, err := s.setState(ctx, id, []clustermap.DriveState{clustermap.StateUp}, clustermap.StateDown)
+	return s.driveDown(ctx, id, reason, nil)
+}
+
+// driveDown is DriveDown, done only if guard allows (setStateIf).
+func (s *Service) driveDown(ctx context.Context, id placement.DriveID, reason string, guard func(*clustermap.Map, clustermap.Drive) error) error {
+	m, changed, err := s.setStateIf(ctx, id, []clustermap.DriveState{clustermap.StateUp}, clustermap.StateDown, guard)
 	if err != nil {
 		return fmt.Errorf("mark drive %v down: %w", id, err)
 	}
@@ -187,8 +204,7 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("hangs: a probe of %v timed out after %v and the server did not answer within %v",
 			id, s.slow.p.DownAfter, pingTimeout))
 	case tooSlow && d.State == clustermap.StateUp:
-		desc, _ := s.slow.slowDesc(id)
-		err = s.DriveDown(ctx, id, fmt.Sprintf("too slow (%s, down after %v)", desc, s.slow.p.DownAfter))
+		err = s.slowDriveDown(ctx, id) // slow.go
 	case perr == nil && d.State == clustermap.StateDown && !slow:
 		err = s.DriveUp(ctx, id, "answers again")
 	case perr != nil && d.State == clustermap.StateUp && errors.Is(perr, rpc.ErrUnavailable) && !s.inProcessDrive(m, id):

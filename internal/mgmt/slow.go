@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
 )
 
@@ -86,6 +87,7 @@ type slowState struct {
 	past        int // consecutive probes of DownAfter or more
 	slow        bool
 	bound       time.Duration // the bound of its last probe
+	kept        bool          // kept up for its pool's width (slowDriveDown), said once
 }
 
 func newSlowDetector(p SlowPolicy) *slowDetector {
@@ -123,7 +125,7 @@ func (d *slowDetector) observe(id placement.DriveID, lat time.Duration) slowVerd
 	}
 	switch {
 	case !st.slow && st.over >= d.p.Probes:
-		st.slow = true
+		st.slow, st.kept = true, false
 		return slowFlagged
 	case st.slow && st.under >= d.p.Probes:
 		st.slow, st.past = false, 0
@@ -209,4 +211,59 @@ func (s *Service) probeLatency(ctx context.Context, id placement.DriveID, lat ti
 		return true
 	}
 	return false
+}
+
+// errKeptForWidth: a slow drive stays up, its pool could not place whole
+// stripes without it.
+var errKeptForWidth = errors.New("kept up: its pool would have fewer up drives than a stripe's width")
+
+// slowDriveDown marks a drive that is too slow down, unless that would
+// leave its pool fewer up drives than a stripe's width (k+m): writes
+// would then fail or go without full redundancy, which is worse than
+// slow. Probes of drives that share one overloaded disk (`poolfs up`
+// on a busy machine) are slow together, and marking them down one after
+// another took pools below their width. The first time a drive is kept
+// up this way an event says so; it goes down once the pool can spare it.
+func (s *Service) slowDriveDown(ctx context.Context, id placement.DriveID) error {
+	desc, _ := s.slow.slowDesc(id)
+	var pool clustermap.Pool
+	var up int
+	err := s.driveDown(ctx, id, fmt.Sprintf("too slow (%s, down after %v)", desc, s.slow.p.DownAfter),
+		func(m *clustermap.Map, d clustermap.Drive) error {
+			p, err := m.Pool(d.Pool)
+			if err != nil {
+				return nil // not in a pool: nothing to keep
+			}
+			pool, up = *p, 0
+			for _, pid := range p.Drives {
+				if pd, err := m.Drive(pid); err == nil && pd.State == clustermap.StateUp {
+					up++
+				}
+			}
+			if up-1 < p.K+p.M {
+				return errKeptForWidth
+			}
+			return nil
+		})
+	if !errors.Is(err, errKeptForWidth) {
+		return err
+	}
+	if s.slow.markKept(id) {
+		s.event(ctx, EventDriveSlow, id.String(), fmt.Sprintf("%s; %v: pool %s has %d up drives for %d+%d stripes",
+			desc, errKeptForWidth, pool.Name, up, pool.K, pool.M), 0)
+	}
+	return nil
+}
+
+// markKept records that drive id was kept up for its pool's width and
+// reports whether that is news (not said since it was last flagged).
+func (d *slowDetector) markKept(id placement.DriveID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.mu.drives[id]
+	if st == nil || st.kept {
+		return false
+	}
+	st.kept = true
+	return true
 }

@@ -185,3 +185,55 @@ func TestSlowDriveFlaggedAndCleared(t *testing.T) {
 		t.Fatalf("events %q, want %q", ev, strings.Join(want, ", "))
 	}
 }
+
+// TestSlowDrivesKeptForWidth: drives slower than DownAfter go down only
+// while their pool keeps at least a stripe's width of up drives; the
+// next one stays up (flagged, with an event saying why), so writes carry
+// on at full width, slowly, rather than fail.
+func TestSlowDrivesKeptForWidth(t *testing.T) {
+	ctx := context.Background()
+	s, drives := newTestService(t, 6)
+	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
+		p := clustermap.Pool{ID: 0, Name: "p", K: 2, M: 2}
+		for i := range m.Drives {
+			m.Drives[i].Pool = 0
+			p.Drives = append(p.Drives, m.Drives[i].ID)
+		}
+		m.Pools = []clustermap.Pool{p}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetSlowPolicy(SlowPolicy{Floor: 20 * time.Millisecond, Factor: 10, Probes: 2, DownAfter: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckDrives(ctx)
+	for _, id := range []placement.DriveID{1, 3, 5} {
+		drives[id].SlowDown(time.Hour)
+	}
+	for range 5 {
+		s.CheckDrives(ctx)
+	}
+	down, flagged := 0, 0
+	for _, id := range []placement.DriveID{1, 3, 5} {
+		st, slow := driveState(t, s, id)
+		if st == clustermap.StateDown {
+			down++
+		}
+		if slow != "" {
+			flagged++
+		}
+	}
+	if down != 2 || flagged != 3 {
+		t.Fatalf("%d of the 3 slow drives down, %d flagged; want 2 down (6 drives, 2+2 stripes) and 3 flagged", down, flagged)
+	}
+	kept := 0
+	for _, ev := range events(t, s) {
+		if strings.HasPrefix(ev, EventDriveSlow+" ") {
+			kept++
+		}
+	}
+	if kept != 4 { // three flagged, one kept up (said once)
+		t.Fatalf("events %q: want drive.slow for each of the 3 drives and once more for the one kept up", events(t, s))
+	}
+}
