@@ -36,7 +36,8 @@ var _ meta.Checker = (*checkedEngine)(nil)
 // TestGCDeletesNothingOnACorruptStore: the orphan scan deletes an orphan
 // when the store is sound (control); once the integrity check fails,
 // gc --orphans refuses, the queue drain stops too, the orphan stays on the
-// drive and the event meta.corrupt is raised.
+// drive and the event meta.corrupt is raised; a service that leads next
+// over the same store deletes nothing either.
 func TestGCDeletesNothingOnACorruptStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -119,5 +120,13 @@ func TestGCDeletesNothingOnACorruptStore(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d %s events, want 1: %+v", n, EventMetaCorrupt, evs)
+	}
+	// A service that takes over from this one does not delete either.
+	next := New(st, drives, nil, nil)
+	if _, err := next.Lead(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.GC(ctx, GCArgs{Orphans: true}); !errors.Is(err, ErrDeletionStopped) || !has(k2) {
+		t.Fatalf("gc --orphans by the next leader: %v (fragment kept: %v)", err, has(k2))
 	}
 }

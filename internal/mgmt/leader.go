@@ -52,11 +52,15 @@ type Handler interface {
 
 // Lead makes the service the leader, whose map writes commit only while
 // fence passes (nil: always), and loads the map as the database holds it:
-// whatever the previous leader wrote is the base of the next epoch.
+// whatever the previous leader wrote is the base of the next epoch. A
+// deletion stop recorded by an earlier leader (integrity.go) holds.
 func (s *Service) Lead(ctx context.Context, fence meta.Fence) (*clustermap.Map, error) {
 	s.lead.Lock()
 	s.lead.standby, s.lead.leader, s.lead.fence = false, "", fence
 	s.lead.Unlock()
+	if err := s.loadStopped(ctx); err != nil {
+		return nil, err
+	}
 	return s.Load(ctx)
 }
 

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"poolfs/internal/clustermap"
@@ -87,23 +86,16 @@ type RegisteredDrive struct {
 // Registry admits storage servers and metadata servers into the map of a
 // service whose servers run on several machines. Storage servers register
 // when they start and again every few seconds; drives of a pool that
-// exists join it at once, others wait (in memory: a restarted service
-// learns them again from the next registrations) until CreatePool makes a
-// pool of them.
+// exists join it at once, others wait until CreatePool makes a pool of
+// them. The specs of servers with waiting drives are kept in the metadata
+// store (pending.go), so a management service that takes over from
+// another makes the pool of what was registered with the other.
 type Registry struct {
 	svc *Service
-	mu  struct {
-		sync.Mutex
-		pending map[string]ServerSpec // by server ID: specs with waiting drives
-	}
 }
 
 // NewRegistry returns the registry of svc.
-func NewRegistry(svc *Service) *Registry {
-	r := &Registry{svc: svc}
-	r.mu.pending = map[string]ServerSpec{}
-	return r
-}
+func NewRegistry(svc *Service) *Registry { return &Registry{svc: svc} }
 
 // RegisterServer records a storage server and its drives. A drive already
 // in the map (same server, same path, not Out) keeps its ID; a new one joins
@@ -143,13 +135,13 @@ func (r *Registry) RegisterServer(ctx context.Context, spec ServerSpec) (Registe
 		waiting = waiting || rd.Pending
 		out.Drives = append(out.Drives, rd)
 	}
-	r.mu.Lock()
-	if waiting {
-		r.mu.pending[spec.ID] = spec
-	} else {
-		delete(r.mu.pending, spec.ID)
+	id := spec.ID
+	if !waiting {
+		spec = ServerSpec{}
 	}
-	r.mu.Unlock()
+	if err := r.setPending(ctx, id, spec); err != nil {
+		return Registered{}, fmt.Errorf("register server %s: %w", spec.ID, err)
+	}
 	return out, nil
 }
 
@@ -229,14 +221,16 @@ type PoolOfServers struct {
 // and, for the cluster's first pool, creates the root directory with the
 // pool's layout. It returns the new map.
 func (r *Registry) CreatePool(ctx context.Context, spec PoolOfServers) (*clustermap.Map, error) {
-	r.mu.Lock()
+	pending, _, err := r.pending(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var specs []ServerSpec
-	for _, s := range r.mu.pending {
+	for _, s := range pending {
 		if s.Pool == spec.Name {
 			specs = append(specs, s)
 		}
 	}
-	r.mu.Unlock()
 	sort.Slice(specs, func(i, j int) bool { return specs[i].ID < specs[j].ID })
 	n := 0
 	for _, s := range specs {

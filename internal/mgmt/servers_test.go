@@ -90,3 +90,47 @@ func TestRegistryMakesAPoolOfServersAndAdmitsLaterOnes(t *testing.T) {
 		t.Fatal("registered a server without a port")
 	}
 }
+
+// TestRegistryPendingSurvivesTakeOver: drives registered with one
+// management service and waiting for a pool are made a pool by another
+// over the same store (a standby that took over), without the servers
+// registering again.
+func TestRegistryPendingSurvivesTakeOver(t *testing.T) {
+	ctx := context.Background()
+	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	store := meta.New(eng, meta.Options{})
+	first := New(store, nil, nil, nil)
+	if _, err := first.Update(ctx, func(m *clustermap.Map) error { m.Name = "lab"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(first)
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if _, err := r.RegisterServer(ctx, serverSpec(name, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := New(store, nil, nil, nil)
+	if _, err := next.Lead(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewRegistry(next).CreatePool(ctx, PoolOfServers{Name: "default", K: 4, M: 2, Unit: 1 << 20, Preservation: -1})
+	if err != nil {
+		t.Fatalf("pool made by the service that took over: %v", err)
+	}
+	if p, _ := m.PoolByName("default"); p == nil || len(p.Drives) != 9 {
+		t.Fatalf("pool of %v", m.Pools)
+	}
+	// Served drives wait no more: their servers' next registrations clear them.
+	for _, name := range []string{"s1", "s2", "s3"} {
+		if _, err := NewRegistry(next).RegisterServer(ctx, serverSpec(name, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, _, err := NewRegistry(next).pending(ctx); err != nil || len(p) != 0 {
+		t.Fatalf("pending after the pool was made: %v, %v", p, err)
+	}
+}
