@@ -53,12 +53,16 @@ type Handler interface {
 // Lead makes the service the leader, whose map writes commit only while
 // fence passes (nil: always), and loads the map as the database holds it:
 // whatever the previous leader wrote is the base of the next epoch. A
-// deletion stop recorded by an earlier leader (integrity.go) holds.
+// deletion stop recorded by an earlier leader (integrity.go) holds, and
+// its rebuild runs under way are carried on (rebuild_runs.go).
 func (s *Service) Lead(ctx context.Context, fence meta.Fence) (*clustermap.Map, error) {
 	s.lead.Lock()
 	s.lead.standby, s.lead.leader, s.lead.fence = false, "", fence
 	s.lead.Unlock()
 	if err := s.loadStopped(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.resumeRuns(ctx); err != nil {
 		return nil, err
 	}
 	return s.Load(ctx)

@@ -281,6 +281,7 @@ func (s *Service) recoverPool(ctx context.Context, m *clustermap.Map, pool *clus
 		} else {
 			s.event(ctx, ev, "pool/"+pool.Name, msg, 0)
 		}
+		s.saveRun(ctx, pool.ID, runRecord{Kind: kind, Started: st.Started})
 		co.mu.Lock()
 	} else if kind == "rebuild" {
 		st.Kind = kind
@@ -469,6 +470,7 @@ func (s *Service) finishRun(ctx context.Context, pool *clustermap.Pool, incomple
 	st.Bytes, st.BytesDone, st.Running = 0, 0, 0
 	pr.announced, pr.stuck = incomplete, false
 	co.mu.Unlock()
+	s.saveRun(ctx, pool.ID, runRecord{})
 	ev, msg := EventRebuildDone, fmt.Sprintf("%s finished in %s", kind, dur.Round(time.Millisecond))
 	switch {
 	case incomplete != "":

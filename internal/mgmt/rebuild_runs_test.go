@@ -1,0 +1,83 @@
+package mgmt
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/sqlite"
+	"poolfs/internal/placement"
+)
+
+// TestRebuildRunCarriedOverByNextLeader: a rebuild run started by one
+// service (its record written as the coordinator writes it at a run's
+// start) is active in the status of the service that leads next, with the
+// same kind and start; when the next leader finishes it, the end event
+// counts the whole run and the record is gone, so a third leader has no
+// run under way.
+func TestRebuildRunCarriedOverByNextLeader(t *testing.T) {
+	ctx := context.Background()
+	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	store := meta.New(eng, meta.Options{})
+	first := New(store, nil, nil, nil)
+	if _, err := first.Update(ctx, func(m *clustermap.Map) error {
+		m.Name = "t"
+		m.Servers = []clustermap.Server{{ID: "s0", Addr: "x"}}
+		var ids []placement.DriveID
+		for i := range 4 {
+			id := placement.DriveID(i)
+			ids = append(ids, id)
+			m.Drives = append(m.Drives, clustermap.Drive{ID: id, Server: "s0", State: clustermap.StateUp, Capacity: 1 << 30, Pool: 3})
+		}
+		m.Pools = []clustermap.Pool{{ID: 3, Name: "p", K: 2, M: 1, Unit: 1 << 16, Drives: ids,
+			PGs: placement.DefaultPGs(4, 3), Layout: placement.Declustered}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now().Add(-time.Minute).UnixNano()
+	first.saveRun(ctx, 3, runRecord{Kind: "rebuild", Started: started})
+
+	next := New(store, nil, nil, nil)
+	m, err := next.Lead(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := next.Rebuild()
+	if !st.Active || st.Kind != "rebuild" || st.Started != started || st.Pool != 3 {
+		t.Fatalf("next leader's rebuild status: active %v kind %q started %d pool %d; want the first's run", st.Active, st.Kind, st.Started, st.Pool)
+	}
+	pool, err := m.Pool(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.finishRun(ctx, pool, "")
+	evs, err := store.Events(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, ev := range evs {
+		if ev.Kind == EventRebuildDone && strings.Contains(ev.Message, "rebuild finished in 1m") {
+			done++
+		}
+	}
+	if done != 1 {
+		t.Fatalf("want one %s event counting the whole run (1m): %+v", EventRebuildDone, evs)
+	}
+	third := New(store, nil, nil, nil)
+	if _, err := third.Lead(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := third.Rebuild(); st.Active {
+		t.Fatalf("a finished run is active for the third leader: %+v", st)
+	}
+}
