@@ -1,9 +1,11 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -249,7 +251,9 @@ func (c *Client) overlayDeltas(ctx context.Context, lay meta.Layout, ino meta.In
 // eachDelta reads the parts of rec's extents within stripe bytes [lo, hi)
 // from their log stripes, in parallel (ranged reads), and then calls put
 // with each part's stripe offset and bytes in commit order, so later
-// extents win. Parts that a later extent covers whole are not read.
+// extents win. Parts that a later extent covers whole are not read, and
+// parts that lie close together in one log stripe (the extents of one
+// stripe that one write-back packed side by side) are read as one range.
 func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, lo, hi int, name string, put func(at int, p []byte)) error {
 	type part struct {
 		d    meta.Delta
@@ -264,16 +268,43 @@ func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 		}
 		parts = append(parts, &part{d: d, a: a, b: b})
 	}
-	errs := make([]error, len(parts))
+	// logAt is where part p's bytes begin in its log stripe.
+	logAt := func(p *part) int { return int(p.d.LogOff) + p.a - int(p.d.Off) }
+	byLog := slices.Clone(parts)
+	slices.SortStableFunc(byLog, func(x, y *part) int {
+		return cmp.Or(cmp.Compare(x.d.Log, y.d.Log), cmp.Compare(logAt(x), logAt(y)))
+	})
+	var runs [][]*part // parts read as one range of one log stripe
+	for i, p := range byLog {
+		if i > 0 {
+			r := runs[len(runs)-1]
+			first, last := r[0], r[len(r)-1]
+			end := logAt(last) + last.b - last.a
+			if p.d.Log == first.d.Log && logAt(p) <= end+deltaReadGap && logAt(p)+p.b-p.a-logAt(first) <= deltaReadMax {
+				runs[len(runs)-1] = append(r, p)
+				continue
+			}
+		}
+		runs = append(runs, []*part{p})
+	}
+	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
-	for i, p := range parts {
+	for i, r := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.buf = make([]byte, p.b-p.a)
-			lr := p.d.LogRec
-			if err := c.readRange(ctx, lay, ino, lr, int(p.d.LogOff)+p.a-int(p.d.Off), p.buf, name); err != nil {
-				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", p.d.Seq, rec.Stripe, p.d.Log, err)
+			from, to := logAt(r[0]), 0
+			for _, p := range r {
+				to = max(to, logAt(p)+p.b-p.a)
+			}
+			buf := make([]byte, to-from)
+			if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
+				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", r[0].d.Seq, rec.Stripe, r[0].d.Log, err)
+				return
+			}
+			for _, p := range r {
+				at := logAt(p) - from
+				p.buf = buf[at : at+p.b-p.a]
 			}
 		}()
 	}
@@ -286,6 +317,15 @@ func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 	}
 	return nil
 }
+
+// deltaReadGap is the most bytes between two extents' parts in one log
+// stripe that eachDelta reads through to read both as one range (a
+// checksum block: a ranged read reads whole blocks anyway), and
+// deltaReadMax the most bytes of one such range.
+const (
+	deltaReadGap = 64 << 10
+	deltaReadMax = 1 << 20
+)
 
 // coveredLater reports whether one of the extents ds covers [a, b) whole.
 func coveredLater(ds []meta.Delta, a, b int) bool {

@@ -1,0 +1,92 @@
+package client_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+)
+
+// logReads counts the fragment reads of log stripes made through it.
+type logReads struct {
+	inner client.Drives
+	n     atomic.Int64
+}
+
+func (r *logReads) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := r.inner.Drive(m, id)
+	if err != nil {
+		return nil, err
+	}
+	return &logReadDrive{Drive: d, r: r}, nil
+}
+
+type logReadDrive struct {
+	chunkstore.Drive
+	r *logReads
+}
+
+func (d *logReadDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	if meta.IsLogStripe(key.Stripe) {
+		d.r.n.Add(1)
+	}
+	return d.Drive.ReadFragment(ctx, key, off, n, dst)
+}
+
+// TestDeltaPartsReadTogether: the extents that one write-back packed side
+// by side in a log stripe (many small writes into one stripe) are read
+// from it as one range, not one read each, and the stripe reads byte for
+// byte as a reference copy with the writes applied.
+func TestDeltaPartsReadTogether(t *testing.T) {
+	conn := start(t)
+	ctx := context.Background()
+	const stripe = testK * testUnit
+	f, ref := written(t, conn, "f", stripe)
+	ino := f.Attr().Ino
+	// 16 writes of 512 bytes, 8 KiB apart: 16 extents, not adjacent in
+	// the stripe, side by side in one log stripe.
+	for i := range 16 {
+		p := make([]byte, 512)
+		for j := range p {
+			p[j] = byte(rand.Uint32())
+		}
+		off := i * 8 << 10
+		if _, err := f.WriteAt(ctx, p, int64(off)); err != nil {
+			t.Fatal(err)
+		}
+		copy(ref[off:], p)
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ext, logs := deltaStats(t, conn, ino); ext != 16 || logs != 1 {
+		t.Fatalf("16 small writes left %d extents in %d log stripes, want 16 in 1", ext, logs)
+	}
+	counted := &logReads{inner: conn.Drives}
+	n := *conn
+	n.Client = client.New(conn.Meta, conn.Maps, counted, client.Options{})
+	g, err := n.Client.Open(ctx, ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	got := make([]byte, stripe)
+	if _, err := g.ReadAt(ctx, got, 0); err != nil {
+		t.Fatal(err)
+	}
+	if i := firstDiff(got, ref); i >= 0 {
+		t.Fatalf("stripe read differs at byte %d", i)
+	}
+	// One ranged read, and at most one of the fragment's header.
+	if r := counted.n.Load(); r > 2 {
+		t.Fatalf("reading 16 extents packed side by side took %d log stripe reads, want at most 2", r)
+	}
+	checkFile(t, fresh(conn), ino, ref, "fresh client")
+}
