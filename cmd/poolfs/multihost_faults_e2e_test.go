@@ -18,9 +18,10 @@ import (
 // TestSeveralHostsFaults runs one cluster of four storage servers over
 // network namespaces through a sequence of faults, reading everything
 // back byte for byte through both mounts after each:
-//   - a server cut off while a file is overwritten, back within the grace:
-//     the new bytes are read from both clients, never its stale fragments,
-//     and the resync moves only the rewritten stripes;
+//   - a server cut off while a file is overwritten (the writes sent to it
+//     get no answer until it is marked down, then go elsewhere), back
+//     within the grace: the new bytes are read from both clients, never
+//     its stale fragments, and the resync moves only the rewritten stripes;
 //   - a server that cannot send to the management host (a one-way
 //     partition): it is marked down and writes carry on;
 //   - 5% packet loss on a server's link, and a link limited to 20 Mbit/s;
@@ -81,11 +82,12 @@ func TestSeveralHostsFaults(t *testing.T) {
 	if err := c.srv[0].LinkDown(); err != nil {
 		t.Fatal(err)
 	}
-	waitServers(t, cl, dir, hangDetection, "s1 down", serverDown("s1"))
-	time.Sleep(client.DefaultMapMaxAge) // the clients' maps say s1 is down
+	// x is rewritten at once: its fragment writes to s1 get no answer
+	// until s1 is marked down, then go to the other servers.
 	x2 := newLabFile("x", 3<<20, 601)
 	all = all[:len(all)-1]
 	write(0, x2)
+	waitServers(t, cl, dir, hangDetection, "s1 down", serverDown("s1"))
 	// And a piece of base-1 is rewritten in place through the other mount:
 	// its stripes are read degraded, without s1, and written anew.
 	patch := newLabFile("patch", 300<<10, 602)

@@ -15,6 +15,13 @@
 // fragments are durable before the records that name them. Put syncs its
 // fragments before the rename that publishes the file.
 //
+// A stripe whose write fails because a drive is gone (refused, reset,
+// failed) is placed again at the next map epoch, around it. A drive that
+// does not answer at all (its server hangs or is cut off) is waited for
+// only until the map says it is down (write_watch.go: the map is checked
+// every half MapMaxAge while a stripe's writes run); then the stripe is
+// placed again the same way, so the write succeeds.
+//
 // Reading: the k data fragments of a stripe are read in parallel (the code is
 // systematic), with parity in their place from the start for fragments whose
 // drive the map says is down, failed or out, or that this client measures as

@@ -100,8 +100,11 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	for i, d := range set {
 		targets[i], frags[i] = stripeio.Loc{Index: i, Drive: d}, b.frag(i, s)
 	}
+	wctx, stop := c.watchTargets(wctx, rec.Drives) // write_watch.go
 	errs := stripeio.WriteFragments(wctx, stripeio.OnMap(c.drives, m), st, targets, frags)
-	if err := errors.Join(errs...); err != nil {
+	gone := targetDown(wctx)
+	stop()
+	if err := errors.Join(append(errs, gone)...); err != nil {
 		c.deleteFragments(m, ino, rec, errs)
 		if errors.Is(err, chunkstore.ErrFull) {
 			// A drive filled up before the pool's accounting did (placement
