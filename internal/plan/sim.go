@@ -56,6 +56,7 @@ type simDrive struct {
 	queue    []ioReq       // rebuild I/O waiting for admission
 	inflight int           // rebuild I/Os admitted and not done
 	started  time.Duration // when the gate admitted its last rebuild I/O (its last slot's start if it took several)
+	ended    time.Duration // when its last rebuild I/O ended
 	wakeAt   float64       // a pending slot wake-up, 0 if none
 	work     float64       // rebuild service seconds at full speed
 	reads    float64       // rebuild fragments read
@@ -135,7 +136,7 @@ func (s *sim) admit(d *simDrive, i int32) {
 	for len(d.queue) > 0 {
 		busy := s.isBusy(d, i)
 		now := clock(s.now)
-		ok, next := recovery.GateAdmit(recovery.GateDrive{Busy: busy, InFlight: d.inflight, Started: d.started}, now, s.svcGate, s.share)
+		ok, next := recovery.GateAdmit(recovery.GateDrive{Busy: busy, InFlight: d.inflight, Started: d.started, Ended: d.ended}, now, s.svcGate, s.share)
 		if !ok {
 			if at := seconds(next); next > 0 && d.wakeAt != at {
 				d.wakeAt = at
@@ -275,6 +276,7 @@ func (s *sim) run() {
 			continue
 		}
 		d.inflight--
+		d.ended = clock(s.now)
 		s.admit(d, ev.drive)
 		st := &s.st[ev.task]
 		if st.pending--; st.pending > 0 {

@@ -54,6 +54,7 @@ type gateDrive struct {
 	client   int           // client I/Os in flight
 	clientAt time.Time     // when the last client I/O ended
 	started  time.Time     // when the last rebuild I/O was admitted
+	ended    time.Time     // when the last rebuild I/O ended
 	wake     chan struct{} // closed (and replaced) when a rebuild I/O ends
 }
 
@@ -103,16 +104,22 @@ func (g *ioGate) quietLocked() time.Duration {
 func (g *ioGate) admitLocked(d *gateDrive, now time.Time, share float64) (bool, time.Duration) {
 	quiet := g.quietLocked()
 	busy := d.client > 0 || now.Sub(d.clientAt) < quiet
-	var started time.Duration // never: the Unix epoch, before every slot
-	if !d.started.IsZero() {
-		started = time.Duration(d.started.UnixNano())
-	}
 	at := time.Duration(now.UnixNano())
-	ok, next := recovery.GateAdmit(recovery.GateDrive{Busy: busy, InFlight: d.rebuild, Started: started}, at, g.svc, share)
+	gd := recovery.GateDrive{Busy: busy, InFlight: d.rebuild, Started: unixTime(d.started), Ended: unixTime(d.ended)}
+	ok, next := recovery.GateAdmit(gd, at, g.svc, share)
 	if ok || next == 0 {
 		return ok, quiet
 	}
 	return false, min(next-at, quiet)
+}
+
+// unixTime is t as the gate rule's clock time; never (the zero time) is
+// the Unix epoch, before every slot.
+func unixTime(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Duration(t.UnixNano())
 }
 
 // acquire waits until drive id may take one more rebuild I/O of a task at
@@ -161,6 +168,7 @@ func (g *ioGate) release(id placement.DriveID, start time.Time, others int) {
 	defer g.mu.Unlock()
 	d := g.driveLocked(id)
 	d.rebuild--
+	d.ended = time.Now()
 	if others >= 0 {
 		svc := dur / time.Duration(others+1)
 		if g.svc == 0 {
