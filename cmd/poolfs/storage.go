@@ -88,6 +88,8 @@ registering every few seconds. New drives join pool --pool once it exists
 	f.StringVar(&cfg.Advertise, "advertise", "", "address other machines reach this server at (default: --listen)")
 	f.StringVar(&driveSize, "drive-size", "", "capacity each drive advertises, e.g. 4T (default: its file system's free space, shared among the drives on it)")
 	f.BoolVar(&noDirect, "no-direct-io", false, "use buffered I/O on the drives instead of O_DIRECT")
+	f.StringVar(&cfg.DriveModel, "drive-model", "", "emulate the speed of a drive model on every drive of this server: hdd-7200, hdd-10k, hdd-15k, ssd or none (for benchmarks; default: as the map says)")
+	f.Float64Var(&cfg.SpeedScale, "drive-speed-scale", 0, "scale the drive model's speed by this factor (0.1 = ten times slower)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
 	mflag.add(cmd, defaultStorageMetrics)
 	_ = cmd.MarkFlagRequired("drive")

@@ -181,6 +181,10 @@ type Procs struct {
 	SSH       string    // ssh command (default "ssh")
 	RemoteExe string    // poolfs on the remote hosts (default "poolfs")
 	Stderr    io.Writer // task stderr (default: discarded, only the tail is kept)
+	// Prefix, if set, returns the words run before task rank's local
+	// command (e.g. nsenter --net=PATH --, so that the task runs in a
+	// network namespace of its own). Not used with Hosts.
+	Prefix func(rank int) []string
 }
 
 func (p Procs) command(ctx context.Context, spec TaskSpec, rank, n int) (*exec.Cmd, error) {
@@ -202,6 +206,11 @@ func (p Procs) command(ctx context.Context, spec TaskSpec, rank, n int) (*exec.C
 		var err error
 		if exe, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("bench: find the poolfs executable: %w", err)
+		}
+	}
+	if p.Prefix != nil {
+		if pre := p.Prefix(rank); len(pre) > 0 {
+			return exec.CommandContext(ctx, pre[0], append(append(pre[1:len(pre):len(pre)], exe), args...)...), nil
 		}
 	}
 	return exec.CommandContext(ctx, exe, args...), nil

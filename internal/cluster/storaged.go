@@ -35,6 +35,11 @@ type StorageConfig struct {
 	Rack, Enclosure string // failure-domain labels; "" for none
 	Pool            string // pool that new drives join ("" is "default")
 	DirectIO        *bool  // O_DIRECT on the drives (default true)
+	// DriveModel, if set, emulates the speed of a drive model on every
+	// drive of this server (chunkstore.ModelByName), scaled by SpeedScale
+	// (0: 1), in place of the model the map gives the drive.
+	DriveModel string
+	SpeedScale float64
 	// RegisterInterval is how often the server registers again (default
 	// 2s): a new pool or a restarted management service learns it so.
 	RegisterInterval time.Duration
@@ -76,6 +81,14 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 	}
 	if cfg.Server == "" || len(cfg.Drives) == 0 {
 		return nil, errors.New("cluster: a storage server needs a name (--server) and at least one drive (--drive)")
+	}
+	if cfg.DriveModel != "" {
+		if _, err := chunkstore.ModelByName(cfg.DriveModel); err != nil {
+			return nil, fmt.Errorf("cluster: drive model %q: want hdd-7200, hdd-10k, hdd-15k, ssd or none", cfg.DriveModel)
+		}
+	}
+	if cfg.SpeedScale < 0 || cfg.SpeedScale > 1000 {
+		return nil, fmt.Errorf("cluster: drive speed scale %g: want a factor > 0", cfg.SpeedScale)
 	}
 	info, secret, err := ReadInfo(cfg.Dir)
 	if err != nil {
@@ -237,7 +250,11 @@ func (n *StorageNode) register(ctx context.Context) error {
 		if err != nil {
 			continue // a newer map than reg's is fetched next time
 		}
-		n.server.SetDrive(rd.ID, emulate(n.local[rd.Path], *d, n.cfg.WrapDrive))
+		dd := *d
+		if n.cfg.DriveModel != "" {
+			dd.Model, dd.SpeedScale = n.cfg.DriveModel, n.cfg.SpeedScale
+		}
+		n.server.SetDrive(rd.ID, emulate(n.local[rd.Path], dd, n.cfg.WrapDrive))
 		n.served[rd.ID] = true
 		n.log.Info("serving drive", "drive", rd.ID.String(), "path", rd.Path)
 	}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"poolfs/internal/bench"
+	"poolfs/internal/netlab"
+)
+
+// scalingConfig is one run of the scaling benchmark (bench/scaling.sh sets
+// it through the environment; docs/scaling.md explains the method).
+type scalingConfig struct {
+	Servers    []int   // storage server counts of the sweep
+	ServerMbit int64   // each storage server's link, Mbit/s each way
+	ClientMbit int64   // each client host's link
+	Clients    int     // client hosts
+	TasksPer   int     // IOR tasks per client host
+	DrivesPer  int     // drives per storage server
+	Model      string  // drive speed model of every drive
+	Scale      float64 // its speed factor
+	PerServer  int64   // bytes each task writes per storage server (weak scaling)
+	Scheme     string  // pool scheme
+	Unit       string  // stripe unit
+	Out        string  // directory of the results
+}
+
+func scalingFromEnv(t *testing.T) scalingConfig {
+	t.Helper()
+	c := scalingConfig{Servers: []int{1, 2, 4, 6}, ServerMbit: 32, ClientMbit: 256, Clients: 2, TasksPer: 2,
+		DrivesPer: 4, Model: "ssd", Scale: 0.003, PerServer: 4 << 20, Scheme: "2+1", Unit: "256K",
+		Out: filepath.Join("..", "..", "bench", "out", "scaling")}
+	env := func(name string, set func(string) error) {
+		if v := os.Getenv("POOLFS_SCALING_" + name); v != "" {
+			if err := set(v); err != nil {
+				t.Fatalf("POOLFS_SCALING_%s=%s: %v", name, v, err)
+			}
+		}
+	}
+	env("SERVERS", func(v string) (err error) { c.Servers, err = bench.ParseIntList(v); return })
+	env("SERVER_MBIT", func(v string) (err error) { c.ServerMbit, err = strconv.ParseInt(v, 10, 64); return })
+	env("CLIENT_MBIT", func(v string) (err error) { c.ClientMbit, err = strconv.ParseInt(v, 10, 64); return })
+	env("MB", func(v string) (err error) { c.PerServer, err = bench.ParseSize(v + "m"); return })
+	env("SCALE", func(v string) (err error) { c.Scale, err = strconv.ParseFloat(v, 64); return })
+	env("MODEL", func(v string) error { c.Model = v; return nil })
+	env("OUT", func(v string) error { c.Out = v; return nil })
+	for _, n := range c.Servers {
+		if n < 1 || n > 12 {
+			t.Fatalf("POOLFS_SCALING_SERVERS: %d servers: want 1 to 12", n)
+		}
+	}
+	return c
+}
+
+// scalingPoint is what one server count measured: MiB/s by case
+// ("fpp write", "shared read", ...).
+type scalingPoint struct {
+	Servers int                `json:"servers"`
+	BW      map[string]float64 `json:"bw_mib_s"`
+	Seconds map[string]float64 `json:"seconds"`
+}
+
+// scalingCases are the IOR runs of each point, in table order.
+var scalingCases = []struct {
+	name string
+	fpp  bool
+}{{"fpp", true}, {"shared", false}}
+
+// TestScalingBench is the scaling benchmark: for each storage server
+// count, a cluster over network namespaces (PostgreSQL, mgmt and meta, the
+// storage servers, client hosts), every server's link rate-limited with tc
+// and its drives slowed by the speed model, and IOR file-per-task and
+// shared-file runs from every client host, every byte read back checked.
+// It runs only under bench/scaling.sh (POOLFS_SCALING=1): it measures
+// speed and takes minutes.
+func TestScalingBench(t *testing.T) {
+	if os.Getenv("POOLFS_SCALING") == "" {
+		t.Skip("a benchmark: run bench/scaling.sh")
+	}
+	cfg := scalingFromEnv(t)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var points []scalingPoint
+	for _, n := range cfg.Servers {
+		ok := t.Run(fmt.Sprintf("servers=%d", n), func(t *testing.T) {
+			points = append(points, runScalingPoint(ctx, t, cfg, n))
+		})
+		if !ok || ctx.Err() != nil {
+			t.FailNow()
+		}
+	}
+	if err := writeScalingReport(cfg, points, os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runScalingPoint builds a cluster of n storage servers and runs the IOR
+// cases against it.
+func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int) scalingPoint {
+	lab := netlab.New(t)
+	pg, mg := lab.AddHost("pg"), lab.AddHost("mgmt")
+	var srv, clients []*netlab.Host
+	for i := range n {
+		srv = append(srv, lab.AddHost(fmt.Sprintf("s%d", i+1)))
+	}
+	for i := range cfg.Clients {
+		clients = append(clients, lab.AddHost(fmt.Sprintf("c%d", i+1)))
+	}
+	for _, h := range srv {
+		if err := h.LimitRate(cfg.ServerMbit * 1e6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range clients {
+		if err := h.LimitRate(cfg.ClientMbit * 1e6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := t.TempDir()
+	dir := func(host string) string { return filepath.Join(root, host) }
+
+	db := startLabPostgres(t, pg, mg)
+	out := runOn(t, mg, "-c", dir("mgmt"), "cluster", "create", "--mgmt", mg.Addr(9401))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	token := lines[len(lines)-1]
+	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
+	startDaemon(t, mg, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", mg.Addr(9402))
+	for _, h := range srv {
+		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500),
+			"--drive-size", "1G", "--drive-model", cfg.Model, "--drive-speed-scale", strconv.FormatFloat(cfg.Scale, 'g', -1, 64)}
+		for d := range cfg.DrivesPer {
+			args = append(args, "--drive", filepath.Join(dir(h.Name), fmt.Sprintf("d%d", d)))
+		}
+		startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", args...)
+	}
+	// The client hosts share one joined directory: it holds the cluster's
+	// address and secret only, the same on every client.
+	runOn(t, clients[0], "-c", dir("client"), "cluster", "join", token)
+	runOn(t, clients[0], "-c", dir("client"), "cluster", "pool", "default", "--scheme", cfg.Scheme, "--unit", cfg.Unit)
+
+	tasks := cfg.Clients * cfg.TasksPer
+	launcher := bench.Procs{Exe: binary, Stderr: os.Stderr, Prefix: func(rank int) []string {
+		return []string{"nsenter", "--net=" + filepath.Join("/run/netns", clients[rank%len(clients)].NS), "--"}
+	}}
+	p := scalingPoint{Servers: n, BW: map[string]float64{}, Seconds: map[string]float64{}}
+	for _, c := range scalingCases {
+		task := bench.IORTask{
+			Target:   bench.Target{API: bench.APIPoolfs, Dir: "/ior-" + c.name, Cluster: dir("client")},
+			Transfer: 1 << 20, Block: int64(n) * cfg.PerServer, Segments: 1, FilePerTask: c.fpp,
+			Layout: bench.LayoutSegmented, Write: true, Read: true, Verify: true, Reorder: true,
+			Iterations: 1, Seed: 0x5ca1e, Name: "ior.dat",
+		}
+		res, err := bench.RunIOR(ctx, bench.IOROptions{Task: task, Tasks: []int{tasks}, Launcher: launcher})
+		if err != nil {
+			t.Fatalf("%d servers, %s: %v", n, c.name, err)
+		}
+		for _, ph := range res.Runs[0].Phases {
+			key := c.name + " " + ph.Phase
+			p.BW[key] = ph.BW.Mean
+			if len(ph.Iterations) > 0 {
+				p.Seconds[key] = ph.Iterations[0].Seconds
+			}
+			t.Logf("%d servers: %s %.1f MiB/s", n, key, ph.BW.Mean)
+		}
+	}
+	return p
+}
+
+// stamp is when a report was made, for its header.
+func stamp() string { return time.Now().UTC().Format("2006-01-02 15:04 UTC") }
