@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -284,5 +285,28 @@ func TestIORDirect(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestProcsPrefix runs each task process behind the words Prefix gives
+// for its rank (here a shell that records the rank, then runs the task).
+func TestProcsPrefix(t *testing.T) {
+	task := iorTask(t.TempDir())
+	log := filepath.Join(t.TempDir(), "ranks")
+	l := procs(t)
+	l.Prefix = func(rank int) []string {
+		return []string{"sh", "-c", `echo "$0" >> "` + log + `"; exec "$@"`, fmt.Sprintf("rank%d", rank)}
+	}
+	if _, err := RunIOR(context.Background(), IOROptions{Task: task, Tasks: []int{2}, Launcher: l}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(string(b))
+	sort.Strings(got)
+	if strings.Join(got, " ") != "rank0 rank1" {
+		t.Fatalf("tasks started through the prefix: %q, want rank0 and rank1", got)
 	}
 }

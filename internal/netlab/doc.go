@@ -15,7 +15,8 @@
 // Faults (faults.go): LinkDown cuts a host off the switch; Loss drops a
 // share of its packets at random and Block drops only those it sends to
 // one other host (nftables rules in its namespace); RateLimit puts a token
-// bucket (tc tbf) on its interface.
+// bucket (tc tbf) on its interface, and LimitRate (tc.go) on both ends of
+// its link, so that it sends and receives at that rate.
 //
 // Lifetime. New registers a t.Cleanup that kills every process the lab
 // started (SIGKILL to its process group) and deletes its namespaces, which
