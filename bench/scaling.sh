@@ -47,5 +47,5 @@ cd "$root"
 echo "poolfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
 POOLFS_SCALING=1 POOLFS_SCALING_SERVERS=$servers POOLFS_SCALING_OUT=$out \
   go test -count=1 -run '^TestScalingBench$' -v -timeout 15m ./cmd/poolfs/ 2>&1 |
-  grep -v '^=== RUN' | tee "$out/scaling.log"
+  grep --line-buffered -v '^=== RUN' | tee "$out/scaling.log"
 echo "chart: $out/scaling.svg"
