@@ -10,7 +10,8 @@
 //	                (deferred: durable at the next storage.Sync,
 //	                chunkstore.Deferred)
 //	storage.Sync    args {drive}                 the drive's deferred writes durable
-//	storage.Read    args {drive, key, off, n}    reply body: the bytes
+//	storage.Read    args {drive, key, off, n}    reply body: the bytes (read
+//	                into a pooled buffer, reused once the reply is sent)
 //	storage.Delete  args {drive, key}
 //	storage.List    args {drive, after, limit}   reply: keys with sizes
 //	storage.Stat    args {drive}                 reply: usage
