@@ -121,6 +121,10 @@ func TestSeveralHostsFaults(t *testing.T) {
 		t.Errorf("the resync after s1 came back restored %d stripes, more than twice the 4 rewritten:\n%s", moved, strings.Join(ev, "\n"))
 	}
 	t.Logf("resync after s1 came back: %d stripes", moved)
+	// The old fragments of x and base-1 on s1 are deleted by the collector.
+	waitFsck(t, c, 30*time.Second, "s1's stale fragments deleted", func(records, fragments, unreferenced int) bool {
+		return unreferenced == 0 && fragments == 6*records
+	})
 
 	// The long sequence (bench/faults.sh) adds network faults and a kill.
 	if os.Getenv("POOLFS_FAULTS_LONG") != "" {
@@ -205,12 +209,27 @@ func TestSeveralHostsFaults(t *testing.T) {
 	// Every stripe has its k+m fragments on the drives that are up (the
 	// fragments named by no record are the collector's: an attempt cut
 	// short by the kill, old generations not yet deleted).
-	fsck := c.poolfs(t, "fsck")
-	m := regexp.MustCompile(`(\d+) stripe records, (\d+) fragments \((\d+) named by no record`).FindStringSubmatch(fsck)
-	if m == nil || atoi(m[2])-atoi(m[3]) != 6*atoi(m[1]) {
-		t.Errorf("fsck after s2 came back past the grace:\n%s", fsck)
+	waitFsck(t, c, 0, "every stripe whole after s2 came back past the grace", func(records, fragments, unreferenced int) bool {
+		return fragments-unreferenced == 6*records
+	})
+}
+
+// waitFsck runs poolfs fsck until ok holds for its counts of stripe
+// records, fragments, and fragments named by no record, or within passes.
+func waitFsck(t *testing.T, c *labCluster, within time.Duration, what string, ok func(records, fragments, unreferenced int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	count := regexp.MustCompile(`(\d+) stripe records, (\d+) fragments \((\d+) named by no record`)
+	for {
+		out := c.poolfs(t, "fsck")
+		if m := count.FindStringSubmatch(out); m != nil && ok(atoi(m[1]), atoi(m[2]), atoi(m[3])) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fsck: not %s within %v:\n%s", what, within, out)
+		}
+		time.Sleep(time.Second)
 	}
-	t.Logf("fsck: %s", fsck[strings.LastIndex(fsck, "fsck: "):])
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
