@@ -27,7 +27,9 @@
 //	alerts.json    the alert configuration, if any (0600; alerts.LoadConfig),
 //	               and the webhook's key, alerts-webhook-secret
 //	drives/dNN     the emulated drives
-//	lock           flock(2): one `poolfs up` per directory
+//	mgmt-id        the lease holder id of the directory's `poolfs mgmt`: one
+//	               restarted after a crash takes its own lease back at once
+//	lock           flock(2): one `poolfs up` or `poolfs mgmt` per directory
 //
 // All of it is its owner's only (directories 0700, files 0600, set where
 // each is made, not left to the umask; private.go): the drives hold the

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,10 +61,39 @@ type leader struct {
 	lastSeen string // the leader address last told to svc
 }
 
-func newLeader(db leaseDB, svc *mgmt.Service, addr, name string, log *slog.Logger) *leader {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return &leader{db: db, svc: svc, addr: addr, name: name, log: log, holder: addr + "/" + hex.EncodeToString(b)}
+// newLeader returns the lease side of svc, answering at addr, whose holder
+// id is holder (mgmtHolder).
+func newLeader(db leaseDB, svc *mgmt.Service, holder, addr, name string, log *slog.Logger) *leader {
+	return &leader{db: db, svc: svc, addr: addr, name: name, log: log, holder: holder}
+}
+
+// holderFile holds the lease holder id of the management service of a
+// directory, made at its first start: a service restarted after a crash
+// renews its own lease at once instead of waiting for it to expire. The
+// directory's lock (taken by StartMgmt) keeps two services from sharing it.
+const holderFile = "mgmt-id"
+
+// mgmtHolder returns the holder id of dir's management service, making it
+// if dir has none.
+func mgmtHolder(dir string) (string, error) {
+	p := filepath.Join(dir, holderFile)
+	if b, err := os.ReadFile(p); err == nil {
+		if id := strings.TrimSpace(string(b)); len(id) == 32 {
+			return id, nil
+		}
+		return "", fmt.Errorf("cluster: %s does not hold a management service id: remove it", p)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b)
+	if err := writePrivate(p, []byte(id+"\n")); err != nil {
+		return "", fmt.Errorf("cluster: write %s: %w", p, err)
+	}
+	return id, nil
 }
 
 // run keeps trying for the lease until ctx ends, then stops the jobs and

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,13 +26,17 @@ import (
 // client carries on without an error.
 func TestTwoMgmtOneLeads(t *testing.T) {
 	url := pgtest.Start(t)
-	dir := filepath.Join(t.TempDir(), "c")
-	if _, err := Create(dir, "ha", "127.0.0.1:1"); err != nil {
+	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	tok, err := Create(dirA, "ha", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Join(dirB, tok); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	led := make(chan string, 4)
-	start := func() *MgmtNode {
+	start := func(dir string) *MgmtNode {
 		n, err := StartMgmt(ctx, MgmtConfig{Dir: dir, DB: url, Listen: "127.0.0.1:0", OnLeadership: func(leading bool, term uint64, leader string) {
 			if leading {
 				led <- leader
@@ -42,15 +48,15 @@ func TestTwoMgmtOneLeads(t *testing.T) {
 		t.Cleanup(func() { n.Close() })
 		return n
 	}
-	a := start()
-	b := start()
+	a := start(dirA)
+	b := start(dirB)
 	if got := <-led; got != a.Addr {
 		t.Fatalf("first leader %s, want the first service %s", got, a.Addr)
 	}
 	if !a.Mgmt.Leading() || b.Mgmt.Leading() {
 		t.Fatalf("leading: a %v, b %v; want a only", a.Mgmt.Leading(), b.Mgmt.Leading())
 	}
-	_, secret, err := ReadInfo(dir)
+	_, secret, err := ReadInfo(dirA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +98,53 @@ func TestTwoMgmtOneLeads(t *testing.T) {
 	}
 	if len(m.Meta) != 1 || m.Meta[0] != "10.1.1.1:7000" || m.Name != "ha" {
 		t.Fatalf("new leader's map: name %q, meta %v; want the old leader's", m.Name, m.Meta)
+	}
+	// The first service started again stands by: the lease is B's.
+	a = start(dirA)
+	if a.Mgmt.Leading() || !b.Mgmt.Leading() {
+		t.Fatalf("after A's restart: leading a %v, b %v; want b only", a.Mgmt.Leading(), b.Mgmt.Leading())
+	}
+	if _, err := StartMgmt(ctx, MgmtConfig{Dir: dirA, DB: url, Listen: "127.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a second service on A's directory: %v, want it refused", err)
+	}
+}
+
+// TestCrashedMgmtRestartLeadsAtOnce: a leader that died without giving up
+// its lease leads again as soon as it restarts from the same directory (its
+// holder id is kept there), instead of waiting for the lease to expire.
+func TestCrashedMgmtRestartLeadsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t)
+	dir := filepath.Join(t.TempDir(), "a")
+	if _, err := Create(dir, "ha", "127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := mgmtHolder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	e, err := OpenEngine(ctx, dir, url, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	db := e.(leaseDB)
+	// The crashed run held the lease and never released it.
+	if st, err := db.AcquireLease(ctx, mgmtLease, holder, "127.0.0.1:1", leaseTTL); err != nil || !st.Held {
+		t.Fatalf("crashed run: %+v, %v", st, err)
+	}
+	again, err := mgmtHolder(dir)
+	if err != nil || again != holder {
+		t.Fatalf("holder id after restart %q, %v; want %q", again, err, holder)
+	}
+	svc := mgmt.New(meta.New(e, meta.Options{}), nil, nil, nil)
+	svc.Follow("")
+	l := newLeader(db, svc, again, "127.0.0.1:1", "ha", log)
+	l.lead = func(context.Context, *sync.WaitGroup) {}
+	l.step(ctx)
+	if !svc.Leading() {
+		t.Fatal("the restarted service does not lead at its first step")
 	}
 }
 

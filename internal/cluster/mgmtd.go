@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ type MgmtNode struct {
 	engine meta.Engine
 	rpc    *rpc.Server
 	dialer *storage.Dialer
+	lock   *os.File // the directory's lock: one management service per directory
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -63,9 +65,19 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		return nil, err
 	}
 	log := defaults.Logger
-	n := &MgmtNode{}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	holder, err := mgmtHolder(cfg.Dir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	n := &MgmtNode{lock: lock}
 	n.engine, err = OpenEngine(ctx, cfg.Dir, cfg.DB, log)
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	db, ok := n.engine.(leaseDB)
@@ -94,7 +106,7 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 			log.Error("rpc server stopped", "err", err)
 		}
 	}()
-	l := newLeader(db, n.Mgmt, n.Addr, info.Name, log)
+	l := newLeader(db, n.Mgmt, holder, n.Addr, info.Name, log)
 	l.changed = cfg.OnLeadership
 	l.lead = func(ctx context.Context, wg *sync.WaitGroup) {
 		mgmtLoops{svc: n.Mgmt, store: store, log: log, health: n.Mgmt.CheckDrives, gc: defaults.GCInterval, metaCheck: defaults.MetaCheckInterval,
@@ -121,8 +133,11 @@ func (n *MgmtNode) Close() error {
 			n.rpc.Close()
 		}
 		n.wg.Wait()
-		n.dialer.Close()
+		if n.dialer != nil {
+			n.dialer.Close()
+		}
 		n.engine.Close()
+		n.lock.Close()
 	})
 	return nil
 }
