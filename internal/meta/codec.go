@@ -142,6 +142,14 @@ func (d *dec) version() {
 	}
 }
 
+// endLazy is end with the record's name made only for an error.
+func (d *dec) endLazy(what func() string) error {
+	if d.err == nil && len(d.b) == 0 {
+		return nil
+	}
+	return d.end(what())
+}
+
 func (d *dec) end(what string) error {
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(what + ": trailing bytes")
@@ -292,14 +300,15 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func decodeStripe(ino Ino, stripe uint64, b []byte) (storedStripe, error) {
 	var s storedStripe
 	s.Stripe = stripe
-	what := fmt.Sprintf("stripe %d of inode %d", stripe, ino)
+	// what names the record in errors (made only for one).
+	what := func() string { return fmt.Sprintf("stripe %d of inode %d", stripe, ino) }
 	if len(b) > 0 && b[0] == codecV3 {
 		if len(b) < 5 {
-			return s, fmt.Errorf("%s: short record: %w", what, ErrCorrupt)
+			return s, fmt.Errorf("%s: short record: %w", what(), ErrCorrupt)
 		}
 		body := b[:len(b)-4]
 		if binary.BigEndian.Uint32(b[len(body):]) != stripeCRC(ino, stripe, body) {
-			return s, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what, ErrCorrupt)
+			return s, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what(), ErrCorrupt)
 		}
 		b = body
 	}
@@ -320,7 +329,7 @@ func decodeStripe(ino Ino, stripe uint64, b []byte) (storedStripe, error) {
 			d.fail("stripe data fragment count")
 		}
 	}
-	return s, d.end(what)
+	return s, d.endLazy(what)
 }
 
 func encodeGC(g *GCItem) []byte {

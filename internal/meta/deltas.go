@@ -128,12 +128,8 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 		}
 		seqs := map[uint64]uint64{}
 		for st := range bases {
-			ds, err := o.deltas(ino, st, st)
-			if err != nil {
+			if seqs[st], err = o.lastDeltaSeq(ino, st); err != nil {
 				return err
-			}
-			if len(ds) > 0 {
-				seqs[st] = ds[len(ds)-1].Seq
 			}
 		}
 		u := o.usage(ino, logs[0].Rec.Stripe)
@@ -233,6 +229,26 @@ func (o *op) deltas(ino Ino, first, last uint64) ([]Delta, error) {
 		err = derr
 	}
 	return out, err
+}
+
+// lastDeltaSeq returns the sequence number of the last extent of stripe
+// st of ino (0: none), from the keys alone (the extents' values are
+// decoded where they are read).
+func (o *op) lastDeltaSeq(ino Ino, st uint64) (uint64, error) {
+	var last uint64
+	var derr error
+	err := o.tx.Scan(deltaStripeKey(ino, st), deltaStripeKey(ino, st+1), 0, func(k, _ []byte) bool {
+		if len(k) != 25 {
+			derr = fmt.Errorf("delta key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
+			return false
+		}
+		last = binary.BigEndian.Uint64(k[17:])
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return last, err
 }
 
 // foldDeltas deletes the extents of stripe st of ino with sequence
@@ -386,13 +402,14 @@ func deltaCRC(ino Ino, stripe, seq uint64, body []byte) uint32 {
 // decodeDelta decodes the extent stored under (ino, stripe, seq).
 func decodeDelta(ino Ino, stripe, seq uint64, b []byte) (Delta, error) {
 	d := Delta{Stripe: stripe, Seq: seq}
-	what := fmt.Sprintf("delta %d of stripe %d of inode %d", seq, stripe, ino)
+	// what names the record in errors (made only for one).
+	what := func() string { return fmt.Sprintf("delta %d of stripe %d of inode %d", seq, stripe, ino) }
 	if len(b) < 5 {
-		return d, fmt.Errorf("%s: short record: %w", what, ErrCorrupt)
+		return d, fmt.Errorf("%s: short record: %w", what(), ErrCorrupt)
 	}
 	body := b[:len(b)-4]
 	if binary.BigEndian.Uint32(b[len(body):]) != deltaCRC(ino, stripe, seq, body) {
-		return d, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what, ErrCorrupt)
+		return d, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what(), ErrCorrupt)
 	}
 	dc := dec{b: body}
 	dc.version()
@@ -405,7 +422,7 @@ func decodeDelta(ino Ino, stripe, seq uint64, b []byte) (Delta, error) {
 		uint64(d.Off)+uint64(d.Len) > 1<<32 || uint64(d.LogOff)+uint64(d.Len) > 1<<32) {
 		dc.fail("delta extent")
 	}
-	return d, dc.end(what)
+	return d, dc.endLazy(what)
 }
 
 // checkDeltas checks the delta invariants over the whole store: every
