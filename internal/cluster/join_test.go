@@ -54,6 +54,8 @@ func TestParseTokenRejects(t *testing.T) {
 		"not b64":   tokenPrefix + "!!!",
 		"not json":  tokenPrefix + "YWJj",
 		"no port":   Token{Mgmt: "10.0.0.1", ID: good.ID, Secret: good.Secret}.String(),
+		"2nd bad":   Token{Mgmt: "10.0.0.1:9401,10.0.0.2", ID: good.ID, Secret: good.Secret}.String(),
+		"no addr":   Token{Mgmt: ",", ID: good.ID, Secret: good.Secret}.String(),
 		"short id":  Token{Mgmt: good.Mgmt, ID: "ab", Secret: good.Secret}.String(),
 		"short key": Token{Mgmt: good.Mgmt, ID: good.ID, Secret: []byte("x")}.String(),
 	} {
@@ -65,13 +67,42 @@ func TestParseTokenRejects(t *testing.T) {
 	}
 }
 
+// TestTokenWithSeveralMgmt: a token names every management service, and a
+// machine that joins with it reaches them all.
+func TestTokenWithSeveralMgmt(t *testing.T) {
+	dir := t.TempDir() + "/c"
+	tok, err := Create(dir, "", "10.0.0.1:9401, 10.0.0.2:9401")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseToken(tok.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := t.TempDir() + "/j"
+	if err := Join(joined, got); err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := ReadInfo(joined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := MgmtAddrs(info.Mgmt); len(a) != 2 || a[0] != "10.0.0.1:9401" || a[1] != "10.0.0.2:9401" {
+		t.Fatalf("management addresses of the joined machine: %q", a)
+	}
+}
+
 func FuzzParseToken(f *testing.F) {
 	f.Add(Token{Mgmt: "10.0.0.1:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}.String())
+	f.Add(Token{Mgmt: "10.0.0.1:9401,[::1]:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}.String())
 	f.Add(tokenPrefix + "e30")
 	f.Fuzz(func(t *testing.T, s string) {
 		tok, err := ParseToken(s)
 		if err != nil {
 			return
+		}
+		if len(MgmtAddrs(tok.Mgmt)) == 0 {
+			t.Fatalf("token %q accepted without a management address", tok.Mgmt)
 		}
 		again, err := ParseToken(tok.String())
 		if err != nil || again.String() != tok.String() {
