@@ -35,9 +35,12 @@ type RebuildPolicy struct {
 	// Depth is the reconstruct tasks that may use one drive at once (as a
 	// source or a target) and MaxTasks the tasks in flight over the pool:
 	// enough that every drive always has its next rebuild I/O waiting at
-	// its storage server, which admits them one I/O at a time. MaxTasks
-	// also bounds the memory of tasks in flight and the connections they
-	// hold (each holds one call to a storage server).
+	// its storage server, which admits them one I/O at a time. From medium
+	// up that is four tasks per drive on average (a task uses k+1 drives),
+	// at least 48, so it grows with the pool: a fixed 48 kept about 430
+	// drives busy, and a 5,000-drive pool rebuilt in hours what its drives
+	// allow in minutes. MaxTasks also bounds the memory of tasks in flight
+	// (k fragments each) and the calls they hold to storage servers.
 	Depth, MaxTasks int
 	// BusyShare is the largest fraction of a busy drive's time rebuild I/O
 	// may take, in (0, 1]; 1 means no limit.
@@ -52,7 +55,7 @@ var busyShares = []float64{0.1, 0.25, 0.4, 0.7, 1}
 // k data fragments per stripe.
 func RebuildPolicyAt(level, n, k int) RebuildPolicy {
 	level = min(max(level, 0), 4)
-	p := RebuildPolicy{Depth: 8, MaxTasks: 48, BusyShare: busyShares[level]}
+	p := RebuildPolicy{Depth: 8, MaxTasks: max(48, (4*n+k)/(k+1)), BusyShare: busyShares[level]}
 	perDrive := max(1, n/(k+1)) // tasks that keep each drive at depth 1
 	switch level {
 	case 0:

@@ -14,6 +14,8 @@ func TestRebuildPolicyAt(t *testing.T) {
 		{2, 60, 8, 8, 48, 0.4, true},
 		{3, 60, 8, 8, 48, 0.7, true},
 		{4, 60, 8, 8, 48, 1, true},
+		{2, 1000, 8, 8, 445, 0.4, true}, // four tasks per drive: grows with the pool
+		{4, 5000, 8, 8, 2223, 1, true},
 		{-3, 12, 8, 1, 1, 0.1, false}, // clamped to lowest
 		{9, 12, 8, 8, 48, 1, true},    // clamped to highest
 	}

@@ -3,6 +3,7 @@ package recovery
 import (
 	"testing"
 
+	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
 )
 
@@ -62,5 +63,38 @@ func TestAdmission(t *testing.T) {
 	}
 	if i, ok := b.Next(Limits{Depth: 4, Max: 2}); !ok || i != 1 {
 		t.Fatalf("with Max 2: %d %v, want task 1", i, ok)
+	}
+}
+
+// TestLargePoolKeepsEveryDriveBusy: in a large declustered pool the
+// policy's tasks in flight grow with the drives, so that every drive has
+// rebuild work queued, not only the few hundred that 48 tasks (the old
+// fixed limit) reach: at 1,000 drives with 8+2, 445 tasks start.
+func TestLargePoolKeepsEveryDriveBusy(t *testing.T) {
+	const drives, k = 1000, 8
+	var tasks []Task
+	for i := range 20000 { // 9 drives each, spread over the pool
+		var src []placement.DriveID
+		for j := range k {
+			src = append(src, placement.DriveID((i*7+j*113)%drives))
+		}
+		tasks = append(tasks, task(placement.DriveID((i*7+k*113)%drives), src...))
+	}
+	pol := clustermap.RebuildPolicyAt(2, drives, k)
+	a := NewAdmission(tasks)
+	lim := Limits{Depth: pol.Depth, Max: pol.MaxTasks}
+	used := map[placement.DriveID]bool{}
+	for {
+		i, ok := a.Next(lim)
+		if !ok {
+			break
+		}
+		for _, d := range taskDrives(&tasks[i]) {
+			used[d] = true
+		}
+	}
+	if a.InFlight() < 4*drives/(k+1) || len(used) < drives*9/10 {
+		t.Errorf("%d tasks in flight on %d of %d drives (MaxTasks %d); want at least %d tasks, on nine drives in ten",
+			a.InFlight(), len(used), drives, pol.MaxTasks, 4*drives/(k+1))
 	}
 }
