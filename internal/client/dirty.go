@@ -1,6 +1,9 @@
 package client
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // dirtyStripe holds the bytes a handle wrote into one stripe and where.
 //
@@ -75,8 +78,8 @@ func (d *dirtyStripe) writeSparse(at int, p []byte) {
 	}
 	if first < 0 {
 		i := sort.Search(len(d.spans), func(i int) bool { return d.spans[i].a > s.a })
-		d.spans = append(d.spans[:i], append([]span{s}, d.spans[i:]...)...)
-		d.parts = append(d.parts[:i], append([][]byte{append([]byte(nil), p...)}, d.parts[i:]...)...)
+		d.spans = slices.Insert(d.spans, i, s)
+		d.parts = slices.Insert(d.parts, i, append([]byte(nil), p...))
 		return
 	}
 	m := span{min(s.a, d.spans[first].a), max(s.b, d.spans[last].b)}

@@ -353,7 +353,8 @@ func (o *op) attachDeltas(ino Ino, recs []storedStripe, first, last uint64) erro
 	}
 	logs := map[uint64]StripeRec{}
 	i := 0
-	for _, d := range ds {
+	for j := range ds {
+		d := &ds[j]
 		for i < len(recs) && recs[i].Stripe < d.Stripe {
 			i++
 		}
@@ -374,7 +375,9 @@ func (o *op) attachDeltas(ino Ino, recs []storedStripe, first, last uint64) erro
 			logs[d.Log] = lr
 		}
 		d.LogRec = lr
-		recs[i].Deltas = append(recs[i].Deltas, d)
+		// ds is sorted by stripe: each record's extents are a run of it.
+		n := len(recs[i].Deltas)
+		recs[i].Deltas = ds[j-n : j+1 : j+1]
 	}
 	return nil
 }
