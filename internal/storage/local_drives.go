@@ -33,7 +33,7 @@ func (p inProcess) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Dr
 }
 
 // gatedDrive is a served drive used in process: its fragment reads,
-// writes and deletes count as client I/O, and its writes keep to the
+// writes, deletes and syncs count as client I/O, and its writes keep to the
 // drive's client write limit, as storage.Read/Write/Delete do.
 type gatedDrive struct {
 	chunkstore.Drive
@@ -56,6 +56,14 @@ func (g gatedDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, o
 func (g gatedDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey) error {
 	defer g.s.gate.client(g.id)()
 	return g.Drive.DeleteFragment(ctx, key)
+}
+
+// Sync holds the drive like any client I/O (a flush): the rebuild gate
+// must see it, or it admits rebuild I/O that queues behind the flush and
+// takes that wait for the drive's service time.
+func (g gatedDrive) Sync(ctx context.Context) error {
+	defer g.s.gate.client(g.id)()
+	return g.Drive.Sync(ctx)
 }
 
 var _ chunkstore.InProcess = gatedDrive{}

@@ -37,7 +37,7 @@ import (
 // idle rule, are what let a rebuild reach the drives' aggregate bandwidth.
 //
 // The gate sees the I/O that passes through this server: client I/O on its
-// drives (storage.Read, Write, Delete) and the reads and writes of the
+// drives (storage.Read, Write, Delete, Sync) and the reads and writes of the
 // reconstruct tasks it runs on its own drives. A task that reads a peer's
 // drive does so through that peer's storage.Read, which the peer counts as
 // client I/O (so a multi-server rebuild is gated conservatively there).

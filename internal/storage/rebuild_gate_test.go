@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
 )
@@ -181,5 +182,40 @@ func TestReconstructArgsShare(t *testing.T) {
 		if err := a.validate(); (err == nil) != tt.ok {
 			t.Errorf("share %g: validate = %v, want ok %v", tt.share, err, tt.ok)
 		}
+	}
+}
+
+// blockingSync is a drive whose Sync waits until out is closed.
+type blockingSync struct {
+	chunkstore.Drive
+	in, out chan struct{}
+}
+
+func (b blockingSync) Sync(ctx context.Context) error {
+	b.in <- struct{}{}
+	<-b.out
+	return nil
+}
+
+// TestGateSyncIsClientIO: a client's sync of a drive served in process
+// holds the drive like a read or a write, so the rebuild gate counts it:
+// before, rebuild I/O admitted during a flush queued behind it and the
+// gate took that wait for the drive's service time.
+func TestGateSyncIsClientIO(t *testing.T) {
+	s := &Server{}
+	b := blockingSync{Drive: chunkstore.NewMemDrive("d1", 1<<20), in: make(chan struct{}), out: make(chan struct{})}
+	g := gatedDrive{Drive: b, id: 1, s: s}
+	errc := make(chan error, 1)
+	go func() { errc <- g.Sync(t.Context()) }()
+	<-b.in
+	s.gate.mu.Lock()
+	n := s.gate.driveLocked(1).client
+	s.gate.mu.Unlock()
+	close(b.out)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d client I/Os in flight during a sync, want 1", n)
 	}
 }

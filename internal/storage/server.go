@@ -253,10 +253,15 @@ func (s *Server) handleStat(ctx context.Context, req *rpc.Request) (*rpc.Respons
 
 // handleSync makes the drive's deferred writes durable.
 func (s *Server) handleSync(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
-	d, err := s.listDrive(req)
+	var a listArgs
+	if err := json.Unmarshal(req.Args, &a); err != nil {
+		return nil, fmt.Errorf("%w: bad arguments: %v", chunkstore.ErrInvalid, err)
+	}
+	d, err := s.Drive(a.Drive)
 	if err != nil {
 		return nil, err
 	}
+	defer s.gate.client(a.Drive)() // a flush holds the drive: rebuild I/O queues behind it
 	if err := d.Sync(ctx); err != nil {
 		return nil, err
 	}
