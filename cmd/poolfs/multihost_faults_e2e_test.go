@@ -189,7 +189,7 @@ func TestSeveralHostsFaults(t *testing.T) {
 	}
 
 	// s2 cut off past the grace: failed, rebuilt by the others.
-	c.poolfs(t, "pool", "set", "down-grace", "2s")
+	c.poolfs(t, "pool", "set", "down-grace", "1s")
 	if err := c.srv[1].LinkDown(); err != nil {
 		t.Fatal(err)
 	}
