@@ -7,7 +7,10 @@
 # than this machine's CPUs bound each server. The harness is the Go test
 # TestScalingBench (cmd/poolfs/scaling_bench_test.go); docs/scaling.md
 # explains the method. It prints the table and writes OUT/scaling.md,
-# OUT/scaling.json and the chart OUT/scaling.svg.
+# OUT/scaling.json and the chart OUT/scaling.svg; then the metadata
+# points (TestScalingMetaBench: mdtest from 1, 2, 4 client hosts through 1,
+# 2, 4 meta servers beside pgbench on the same PostgreSQL) into
+# OUT/scaling-meta.md.
 #
 #   bench/scaling.sh [SERVERS=1,2,4,6] [OUT=./bench/out/scaling]
 #
@@ -16,7 +19,7 @@
 # writes per server), POOLFS_SCALING_MODEL (ssd), POOLFS_SCALING_SCALE
 # (0.005). Needs root, ip, tc, nsenter and PostgreSQL (scripts/deps.sh
 # test). Bounded: each point writes 4 × SERVERS × MB MiB twice; the whole
-# run is stopped after 15 minutes. Interrupted or not, it leaves no
+# run is stopped after 20 minutes. Interrupted or not, it leaves no
 # namespace, process or memory-backed drive behind.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,6 +49,6 @@ trap 'exit 130' INT TERM
 cd "$root"
 echo "poolfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
 POOLFS_SCALING=1 POOLFS_SCALING_SERVERS=$servers POOLFS_SCALING_OUT=$out \
-  go test -count=1 -run '^TestScalingBench$' -v -timeout 15m ./cmd/poolfs/ 2>&1 |
+  go test -count=1 -run '^TestScaling(Meta)?Bench$' -v -timeout 20m ./cmd/poolfs/ 2>&1 |
   grep --line-buffered -v '^=== RUN' | tee "$out/scaling.log"
 echo "chart: $out/scaling.svg"
