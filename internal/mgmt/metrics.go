@@ -60,6 +60,7 @@ var (
 	mCliBytes    = desc("poolfs_mount_bytes_total", "Bytes each mount read and wrote, by direction.", "client", "direction")
 	mCliLat      = desc("poolfs_mount_latency_seconds", "Latency percentiles (50, 99) of each mount's operations over the last 10 s.", "client", "percentile")
 	mUp          = desc("poolfs_mgmt_status_up", "1 if the scrape could gather the cluster status, 0 if not (the other series are then missing).")
+	mLeader      = desc("poolfs_mgmt_leader", "1 if this management service leads, 0 if it stands by (it then exports no cluster series: the leader does).")
 )
 
 // driveStates are the states of the drives Status lists.
@@ -76,7 +77,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mEpoch, mHealth, mRaw, mUsableRaw, mUsable, mPreserv, mUsedRaw, mUsed, mReclaim,
 		mPoolDrives, mStripes, mDegraded, mCritical, mLost, mRbActive, mRbBytes, mRbDone, mRbTasks, mRbRate, mRbETA, mRbStuck,
 		mRepairs, mScrubActive, mScrubStr, mScrubFrags, mScrubRead, mDrState, mDrCap, mDrUsed, mDrFrags, mDrAnswer, mDrSlow,
-		mDrGrace, mJobOps, mJobBytes, mJobLat, mCliOps, mCliBytes, mCliLat, mUp} {
+		mDrGrace, mJobOps, mJobBytes, mJobLat, mCliOps, mCliBytes, mCliLat, mUp, mLeader} {
 		ch <- d
 	}
 }
@@ -102,6 +103,10 @@ func healthLabel(h string) string { return strings.ReplaceAll(h, " ", "_") }
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
 	defer cancel()
+	gauge(ch, mLeader, b2f(c.s.Leading()))
+	if !c.s.Leading() {
+		return
+	}
 	st, err := c.s.Status(ctx)
 	gauge(ch, mUp, b2f(err == nil))
 	if err == nil {

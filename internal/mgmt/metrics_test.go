@@ -1,6 +1,8 @@
 package mgmt
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -8,6 +10,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/sqlite"
 )
 
 // series collects what fn sends as "name{l=v,...}" → value.
@@ -80,5 +84,27 @@ func TestCollectStatus(t *testing.T) {
 	}
 	if _, ok := got["poolfs_drive_down_grace_seconds{drive=d00,pool=p,server=s0}"]; ok {
 		t.Error("an up drive has a grace countdown")
+	}
+}
+
+// TestStandbyExportsOnlyLeader: a standby management service exports
+// poolfs_mgmt_leader 0 and no cluster series (its map may be stale); the
+// leader exports poolfs_mgmt_leader 1 beside them.
+func TestStandbyExportsOnlyLeader(t *testing.T) {
+	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	svc := New(meta.New(eng, meta.Options{}), nil, nil, nil)
+	if _, err := svc.Update(context.Background(), func(m *clustermap.Map) error { m.Name = "x"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := series(t, svc.Collector().Collect); got["poolfs_mgmt_leader{}"] != 1 || len(got) < 2 {
+		t.Fatalf("leader exports %v", got)
+	}
+	svc.Follow("10.0.0.1:9401")
+	if got := series(t, svc.Collector().Collect); len(got) != 1 || got["poolfs_mgmt_leader{}"] != 0 {
+		t.Fatalf("standby exports %v, want only poolfs_mgmt_leader 0", got)
 	}
 }
