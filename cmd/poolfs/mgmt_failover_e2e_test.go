@@ -61,9 +61,11 @@ func TestMgmtFailover(t *testing.T) {
 	// leader is killed once it is under way.
 	var (
 		wg      sync.WaitGroup
+		mu      sync.Mutex // guards errs and written
 		errs    []error
 		written []labFile
 	)
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(written) }
 	stop, started := make(chan struct{}), make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -79,11 +81,16 @@ func TestMgmtFailover(t *testing.T) {
 			if err == nil {
 				err = checkFile(mnt, f)
 			}
+			mu.Lock()
 			if err != nil {
 				errs = append(errs, err)
+			} else {
+				written = append(written, f)
+			}
+			mu.Unlock()
+			if err != nil {
 				return
 			}
-			written = append(written, f)
 			if j == 0 {
 				close(started)
 			}
@@ -96,13 +103,19 @@ func TestMgmtFailover(t *testing.T) {
 	killed := time.Now()
 	waitOutput(t, standby, "poolfs mgmt: leading", 10*time.Second)
 	t.Logf("the standby leads %v after the leader was killed", time.Since(killed).Round(100*time.Millisecond))
-	// The client keeps writing for a while under the new leader, and its
-	// status (the management service's) comes from it.
+	// The client's status (the management service's) comes from the new
+	// leader, and the client writes on.
 	st := runOn(t, c1, "-c", dir("c1"), "status")
 	if !strings.Contains(st, "health: HEALTHY") {
 		t.Errorf("status through the new leader:\n%s", st)
 	}
-	time.Sleep(time.Second)
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 }
+	for n := count(); count() < n+2 && !failed(); { // and writes on under the new leader
+		if time.Since(killed) > 20*time.Second {
+			t.Fatal("the client wrote nothing under the new leader")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
 	for _, err := range errs {
