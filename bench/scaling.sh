@@ -49,6 +49,6 @@ trap 'exit 130' INT TERM
 cd "$root"
 echo "poolfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
 POOLFS_SCALING=1 POOLFS_SCALING_SERVERS=$servers POOLFS_SCALING_OUT=$out \
-  go test -count=1 -run '^TestScaling(Meta)?Bench$' -v -timeout 20m ./cmd/poolfs/ 2>&1 |
+  go test -count=1 -failfast -run '^TestScaling(Meta)?Bench$' -v -timeout 20m ./cmd/poolfs/ 2>&1 |
   grep --line-buffered -v '^=== RUN' | tee "$out/scaling.log"
 echo "chart: $out/scaling.svg"

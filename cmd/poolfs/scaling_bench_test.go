@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,8 +87,7 @@ func TestScalingBench(t *testing.T) {
 		t.Skip("a benchmark: run bench/scaling.sh")
 	}
 	cfg := scalingFromEnv(t)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx := scalingContext()
 	var points []scalingPoint
 	for _, n := range cfg.Servers {
 		ok := t.Run(fmt.Sprintf("servers=%d", n), func(t *testing.T) {
@@ -190,6 +190,14 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	}
 	return p
 }
+
+// scalingContext is cancelled by SIGINT or SIGTERM, for the benchmark tests
+// of this binary together: once a run is interrupted, no later benchmark
+// test starts.
+var scalingContext = sync.OnceValue(func() context.Context {
+	ctx, _ := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	return ctx
+})
 
 // stamp is when a report was made, for its header.
 func stamp() string { return time.Now().UTC().Format("2006-01-02 15:04 UTC") }

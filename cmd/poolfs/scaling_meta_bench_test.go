@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"poolfs/internal/bench"
@@ -38,8 +35,10 @@ func TestScalingMetaBench(t *testing.T) {
 		t.Skip("a benchmark: run bench/scaling.sh")
 	}
 	cfg := scalingFromEnv(t)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx := scalingContext()
+	if ctx.Err() != nil {
+		t.Fatal("interrupted")
+	}
 	pgbench, err := exec.LookPath("pgbench")
 	if err != nil {
 		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench"); len(m) > 0 {
