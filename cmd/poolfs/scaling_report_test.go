@@ -34,7 +34,7 @@ func writeScalingReport(cfg scalingConfig, points []scalingPoint, w io.Writer) e
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Aggregate IOR bandwidth, MiB/s (×: ratio to linear from %d server), %s\n", points[0].Servers, stamp())
+	fmt.Fprintf(&b, "Aggregate IOR bandwidth, MiB/s (×: ratio to linear from the first point, %d servers), %s\n", points[0].Servers, stamp())
 	fmt.Fprintf(&b, "%d client hosts × %d tasks, transfer 1 MiB, %s per task per server, pool %s unit %s;\n",
 		cfg.Clients, cfg.TasksPer, bench.FormatSize(cfg.PerServer), cfg.Scheme, cfg.Unit)
 	fmt.Fprintf(&b, "each server: link %d Mbit/s (tc tbf), %d drives %s × %g; each client link %d Mbit/s\n\n",
