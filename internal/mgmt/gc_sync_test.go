@@ -2,7 +2,6 @@ package mgmt
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
-	"poolfs/internal/meta/sqlite"
 	"poolfs/internal/placement"
 )
 
@@ -59,12 +57,7 @@ func (d *orderDrive) DeleteFragment(ctx context.Context, key erasure.FragmentKey
 // generation after the old one is gone.
 func TestGCSyncsDrivesBeforeDeleting(t *testing.T) {
 	ctx := context.Background()
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	st := meta.New(eng, meta.Options{})
+	st := newTestStore(t)
 	if err := st.Init(ctx, meta.Layout{K: 2, M: 1, Unit: 1 << 16}); err != nil {
 		t.Fatal(err)
 	}

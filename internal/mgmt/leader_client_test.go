@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/meta"
-	"poolfs/internal/meta/sqlite"
 	"poolfs/internal/rpc"
 )
 
@@ -20,12 +17,7 @@ import (
 // and succeeds, and a standby's refusal is never returned to the caller.
 func TestLeadersFollowsTheLeader(t *testing.T) {
 	ctx := context.Background()
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	store := meta.New(eng, meta.Options{})
+	store := newTestStore(t)
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	errs := rpc.NewErrorTable(ErrorCodes()...)
 	serve := func(svc *Service) (string, *rpc.Server) {

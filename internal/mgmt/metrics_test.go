@@ -2,7 +2,6 @@ package mgmt
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,8 +9,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/meta"
-	"poolfs/internal/meta/sqlite"
 )
 
 // series collects what fn sends as "name{l=v,...}" → value.
@@ -91,12 +88,7 @@ func TestCollectStatus(t *testing.T) {
 // poolfs_mgmt_leader 0 and no cluster series (its map may be stale); the
 // leader exports poolfs_mgmt_leader 1 beside them.
 func TestStandbyExportsOnlyLeader(t *testing.T) {
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	svc := New(meta.New(eng, meta.Options{}), nil, nil, nil)
+	svc := New(newTestStore(t), nil, nil, nil)
 	if _, err := svc.Update(context.Background(), func(m *clustermap.Map) error { m.Name = "x"; return nil }); err != nil {
 		t.Fatal(err)
 	}

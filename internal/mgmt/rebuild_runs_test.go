@@ -2,14 +2,11 @@ package mgmt
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/meta"
-	"poolfs/internal/meta/sqlite"
 	"poolfs/internal/placement"
 )
 
@@ -21,12 +18,7 @@ import (
 // run under way.
 func TestRebuildRunCarriedOverByNextLeader(t *testing.T) {
 	ctx := context.Background()
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	store := meta.New(eng, meta.Options{})
+	store := newTestStore(t)
 	first := New(store, nil, nil, nil)
 	if _, err := first.Update(ctx, func(m *clustermap.Map) error {
 		m.Name = "t"

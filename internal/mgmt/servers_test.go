@@ -3,13 +3,10 @@ package mgmt
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/meta"
-	"poolfs/internal/meta/sqlite"
 )
 
 func serverSpec(name string, drives int) ServerSpec {
@@ -22,12 +19,7 @@ func serverSpec(name string, drives int) ServerSpec {
 
 func TestRegistryMakesAPoolOfServersAndAdmitsLaterOnes(t *testing.T) {
 	ctx := context.Background()
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	svc := New(meta.New(eng, meta.Options{}), nil, nil, nil)
+	svc := New(newTestStore(t), nil, nil, nil)
 	if _, err := svc.Update(ctx, func(m *clustermap.Map) error { m.Name = "lab"; return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +89,7 @@ func TestRegistryMakesAPoolOfServersAndAdmitsLaterOnes(t *testing.T) {
 // registering again.
 func TestRegistryPendingSurvivesTakeOver(t *testing.T) {
 	ctx := context.Background()
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	store := meta.New(eng, meta.Options{})
+	store := newTestStore(t)
 	first := New(store, nil, nil, nil)
 	if _, err := first.Update(ctx, func(m *clustermap.Map) error { m.Name = "lab"; return nil }); err != nil {
 		t.Fatal(err)

@@ -51,24 +51,31 @@ func TestSlowDetector(t *testing.T) {
 	}
 }
 
+// newTestStore opens a metadata store on a new SQLite database, closed
+// when the test ends.
+func newTestStore(t *testing.T) *meta.Store {
+	t.Helper()
+	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return meta.New(eng, meta.Options{})
+}
+
 // newTestService starts a management service on a SQLite store with n
 // up in-memory drives of 1 GiB that answer at once, each holding one
 // fragment.
 func newTestService(t *testing.T, n int) (*Service, drivetest.Drives) {
 	t.Helper()
 	ctx := context.Background()
-	eng, err := sqlite.Open(filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
 	drives := drivetest.Drives{}
 	for i := range n {
 		id := placement.DriveID(i)
 		drives[id] = drivetest.NewWithCapacity(id.String(), 1<<30)
 		drives[id].Put(erasure.FragmentKey{Ino: 1, Index: uint8(i)}, make([]byte, chunkstore.Align))
 	}
-	s := New(meta.New(eng, meta.Options{}), drives, nil, nil)
+	s := New(newTestStore(t), drives, nil, nil)
 	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
 		for i := range n {
 			m.Drives = append(m.Drives, clustermap.Drive{ID: placement.DriveID(i), State: clustermap.StateUp, Capacity: 1 << 30})
