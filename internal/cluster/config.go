@@ -48,6 +48,9 @@ type Config struct {
 	DriveFormat chunkstore.Format
 	// GCInterval is how often the fragment collector runs (default 5s).
 	GCInterval time.Duration
+	// GCBacklogOff: the collector runs only every GCInterval (or when
+	// asked), not also as soon as its queue holds a backlog (gcBacklog).
+	GCBacklogOff bool
 	// MetaCheckInterval is how often the metadata store's integrity is
 	// checked while the cluster runs (default 10 minutes; the store is also
 	// checked when opened). A failed check raises the event meta.corrupt

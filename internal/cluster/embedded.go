@@ -215,7 +215,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		defer c.wg.Done()
 		c.Store.ReapSessions(gctx, c.Config.GCInterval)
 	}()
-	mgmtLoops{svc: c.Mgmt, store: c.Store, log: c.log, health: c.checkHealth, gc: cfg.GCInterval, metaCheck: cfg.MetaCheckInterval,
+	mgmtLoops{svc: c.Mgmt, store: c.Store, log: c.log, health: c.checkHealth, gc: cfg.GCInterval, gcBacklogOff: cfg.GCBacklogOff, metaCheck: cfg.MetaCheckInterval,
 		healthEvery: cfg.HealthInterval, rebuild: cfg.RebuildInterval}.start(gctx, &c.wg)
 	return nil
 }

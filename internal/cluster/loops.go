@@ -22,6 +22,7 @@ type mgmtLoops struct {
 	health func(context.Context)
 
 	gc, metaCheck, healthEvery, rebuild time.Duration
+	gcBacklogOff                        bool // Config.GCBacklogOff
 }
 
 // start starts the loops on goroutines counted by wg.
@@ -74,6 +75,9 @@ func (l mgmtLoops) collectLoop(ctx context.Context, wg *sync.WaitGroup) {
 	last := time.Now()
 	every(ctx, wg, min(gcTick, l.gc), func(ctx context.Context) {
 		if time.Since(last) < l.gc {
+			if l.gcBacklogOff {
+				return
+			}
 			if items, err := l.store.GCList(ctx, gcBacklog); err != nil || len(items) < gcBacklog {
 				return
 			}
