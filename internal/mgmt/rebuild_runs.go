@@ -2,12 +2,8 @@ package mgmt
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
-
-	"poolfs/internal/meta"
 )
 
 // Runs under way are kept in the metadata store (blob rebuild.runs: the
@@ -27,46 +23,15 @@ type runRecord struct {
 
 // loadRuns reads the stored runs.
 func (s *Service) loadRuns(ctx context.Context) (map[string]runRecord, uint64, error) {
-	b, ver, err := s.store.GetBlob(ctx, runsBlob)
-	if errors.Is(err, meta.ErrNotFound) {
-		return map[string]runRecord{}, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	out := map[string]runRecord{}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, 0, fmt.Errorf("mgmt: stored %s is corrupt: %w", runsBlob, err)
-	}
-	return out, ver, nil
+	return loadBlobMap[runRecord](ctx, s.store, runsBlob)
 }
 
 // saveRun records pool's run (the zero record: none); a failure is
 // logged: it costs only the continuity of the run's status.
 func (s *Service) saveRun(ctx context.Context, pool uint32, r runRecord) {
-	key := strconv.FormatUint(uint64(pool), 10)
-	for attempt := 0; attempt < 10; attempt++ {
-		runs, ver, err := s.loadRuns(ctx)
-		if err == nil {
-			if old, ok := runs[key]; old == r || (!ok && r == runRecord{}) {
-				return
-			}
-			if r == (runRecord{}) {
-				delete(runs, key)
-			} else {
-				runs[key] = r
-			}
-			var b []byte
-			if b, err = json.Marshal(runs); err == nil {
-				_, err = s.store.PutBlob(ctx, runsBlob, b, ver)
-			}
-		}
-		if !errors.Is(err, meta.ErrConflict) {
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("record rebuild run", "pool", pool, "err", err)
-			}
-			return
-		}
+	err := setBlobMapEntry(ctx, s.store, runsBlob, strconv.FormatUint(uint64(pool), 10), r, r == runRecord{})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("record rebuild run", "pool", pool, "err", err)
 	}
 }
 
