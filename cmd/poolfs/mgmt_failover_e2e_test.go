@@ -31,9 +31,7 @@ func TestMgmtFailover(t *testing.T) {
 	dir := func(host string) string { return filepath.Join(root, host) }
 
 	db := startLabPostgres(t, pg, m1)
-	out := runOn(t, m1, "-c", dir("mgmt1"), "cluster", "create", "--mgmt", m1.Addr(9401)+","+m2.Addr(9401))
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
+	token := createLabCluster(t, m1, dir("mgmt1"), m1.Addr(9401)+","+m2.Addr(9401))
 	runOn(t, m2, "-c", dir("mgmt2"), "cluster", "join", token)
 	leader := startDaemon(t, m1, "mgmt1", "poolfs mgmt: leading", "-c", dir("mgmt1"), "mgmt", "--db", db, "--listen", m1.Addr(9401))
 	standby := startDaemon(t, m2, "mgmt2", "poolfs mgmt: standing by; the leader is "+m1.Addr(9401),

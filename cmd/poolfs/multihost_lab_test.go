@@ -66,9 +66,7 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 	c.clients = []*netlab.Host{c.lab.AddHost("c1"), c.lab.AddHost("c2")}
 
 	c.db = startLabPostgres(t, c.pg, c.mg)
-	out := runOn(t, c.mg, "-c", c.dir("mgmt"), "cluster", "create", "--mgmt", c.mg.Addr(9401))
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	c.token = lines[len(lines)-1]
+	c.token = createLabCluster(t, c.mg, c.dir("mgmt"), c.mg.Addr(9401))
 	startDaemon(t, c.mg, "mgmt", "poolfs mgmt: serving", "-c", c.dir("mgmt"), "mgmt", "--db", c.db, "--listen", c.mg.Addr(9401))
 	c.metaArgs = []string{"-c", c.dir("meta"), "meta", "--join", c.token, "--db", c.db, "--listen", c.md.Addr(9402)}
 	c.metaSrv = startDaemon(t, c.md, "meta", "poolfs meta: serving", c.metaArgs...)
@@ -79,7 +77,7 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 	for _, h := range c.clients {
 		runOn(t, h, "-c", c.dir(h.Name), "cluster", "join", c.token)
 	}
-	out = c.poolfs(t, "cluster", "pool", "default", "--scheme", "4+2", "--unit", "256K")
+	out := c.poolfs(t, "cluster", "pool", "default", "--scheme", "4+2", "--unit", "256K")
 	if want := fmt.Sprintf("over %d drives of %d servers", 3*n, n); !strings.Contains(out, want) {
 		t.Fatalf("pool create: %s", out)
 	}
@@ -93,4 +91,13 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 		c.mounts = append(c.mounts, mnt)
 	}
 	return c
+}
+
+// createLabCluster runs `poolfs cluster create --mgmt ADDRS` on host h in
+// directory dir and returns the join token it prints last.
+func createLabCluster(t *testing.T, h *netlab.Host, dir, addrs string) string {
+	t.Helper()
+	out := runOn(t, h, "-c", dir, "cluster", "create", "--mgmt", addrs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }

@@ -126,25 +126,10 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	}
 	root := t.TempDir()
 	dir := func(host string) string { return filepath.Join(root, host) }
-	// The drives are directories in memory (tmpfs, buffered I/O): only the
-	// speed model makes them slow, never this machine's disk, which other
-	// work shares.
-	shm, err := os.MkdirTemp("/dev/shm", fmt.Sprintf("poolfs-scaling-%d-", os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	if err := os.Chmod(shm, 0o755); err != nil { // PostgreSQL's user enters it
-		t.Fatal(err)
-	}
-	// So is PostgreSQL's data directory (pgtest makes it in TMPDIR): it
-	// stands for the fast disk of a metadata host.
-	t.Setenv("TMPDIR", shm)
+	shm := scalingMemDir(t)
 
 	db := startLabPostgres(t, pg, mg)
-	out := runOn(t, mg, "-c", dir("mgmt"), "cluster", "create", "--mgmt", mg.Addr(9401))
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
+	token := createLabCluster(t, mg, dir("mgmt"), mg.Addr(9401))
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
 	startDaemon(t, mg, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", mg.Addr(9402))
 	for _, h := range srv {
@@ -209,3 +194,22 @@ var scalingContext = sync.OnceValue(func() context.Context {
 
 // stamp is when a report was made, for its header.
 func stamp() string { return time.Now().UTC().Format("2006-01-02 15:04 UTC") }
+
+// scalingMemDir makes a directory in memory (tmpfs) for the drives of a
+// scaling run, removed at the end, and makes it TMPDIR, where pgtest puts
+// PostgreSQL's data directory. The drives are then slow only by the speed
+// model, never by this machine's disk, and PostgreSQL's data stands for
+// the fast disk of a metadata host.
+func scalingMemDir(t *testing.T) string {
+	t.Helper()
+	shm, err := os.MkdirTemp("/dev/shm", fmt.Sprintf("poolfs-scaling-%d-", os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	if err := os.Chmod(shm, 0o755); err != nil { // PostgreSQL's user enters it
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", shm)
+	return shm
+}

@@ -60,20 +60,10 @@ func TestScalingMetaBench(t *testing.T) {
 	}
 	root := t.TempDir()
 	dir := func(host string) string { return filepath.Join(root, host) }
-	shm, err := os.MkdirTemp("/dev/shm", fmt.Sprintf("poolfs-scaling-%d-", os.Getpid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	if err := os.Chmod(shm, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", shm) // PostgreSQL's data: the metadata host's fast disk
+	shm := scalingMemDir(t)
 
 	db := startLabPostgres(t, pg, mg)
-	out := runOn(t, mg, "-c", dir("mgmt"), "cluster", "create", "--mgmt", mg.Addr(9401))
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	token := lines[len(lines)-1]
+	token := createLabCluster(t, mg, dir("mgmt"), mg.Addr(9401))
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
 	for _, h := range metas {
 		startDaemon(t, h, h.Name, "poolfs meta: serving", "-c", dir(h.Name), "meta", "--join", token, "--db", db, "--listen", h.Addr(9402))
