@@ -10,4 +10,4 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-POOLFS_FAULTS_LONG=1 exec go test -count=1 -timeout 10m -run 'TestSeveralHostsFaults$' -v "$@" ./cmd/poolfs/
+POOLFS_FAULTS_LONG=1 exec go test -tags faults -count=1 -timeout 10m -run 'TestSeveralHostsFaults$' -v "$@" ./cmd/poolfs/
