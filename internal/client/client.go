@@ -145,6 +145,17 @@ type Options struct {
 	// or missing and rewrote on drive id (read repair), so that the
 	// repairs are counted where operators look (mgmt.RepairBatcher).
 	OnRepair func(id placement.DriveID)
+	// UnreachableAfter is how long a drive may make no progress on a
+	// fragment write pending to it before the client takes its server
+	// for unreachable from here, places the stripe again around it and
+	// avoids the server for AvoidFor (unreachable.go; defaults
+	// DefaultUnreachableAfter and DefaultAvoidFor).
+	UnreachableAfter time.Duration
+	AvoidFor         time.Duration
+	// OnUnreachable, if set, is called with a drive whose server the
+	// client found unreachable, so that the management service probes it
+	// (mgmt.Client.DriveUnreachable). It must not block.
+	OnUnreachable func(id placement.DriveID)
 }
 
 // Defaults of the hedging bound (Options.HedgeFloor, Options.HedgeFactor).
@@ -195,6 +206,7 @@ type Client struct {
 	repairs chan struct{}       // a token per background read repair (read_repair.go)
 	codecs  stripeio.Codecs
 	folds   chan struct{} // a token per stripe being folded (fold.go)
+	unreach *unreachables // write progress per drive, servers avoided (unreachable.go)
 	// foldWritten, if set (tests), runs when a fold's fragments are
 	// written, before its commit; false stops the fold there, as a crash
 	// would (no commit, no cleanup).
@@ -209,6 +221,7 @@ type Client struct {
 		m       *clustermap.Map
 		fetched time.Time // when m was last fetched
 		pgmaps  map[uint32]*placement.PGMap
+		avoidPG map[uint32]avoidPG // placement around avoided servers (unreachable.go)
 	}
 }
 
@@ -244,12 +257,20 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.FoldsInFlight <= 0 {
 		opts.FoldsInFlight = DefaultFoldsInFlight
 	}
+	if opts.UnreachableAfter <= 0 {
+		opts.UnreachableAfter = DefaultUnreachableAfter
+	}
+	if opts.AvoidFor <= 0 {
+		opts.AvoidFor = DefaultAvoidFor
+	}
 	c := &Client{meta: m, maps: maps, drives: drives, opts: opts, log: opts.Logger, headers: newHeaderCache(8192),
 		writeBehind: make(chan struct{}, (WriteBehindFactor-1)*opts.StripesInFlight),
 		ahead:       make(chan struct{}, opts.ReadAheadTotal),
 		lat:         stripeio.NewLatencies(opts.HedgeFloor, opts.HedgeFactor),
 		repairs:     make(chan struct{}, opts.RepairsInFlight),
-		folds:       make(chan struct{}, opts.FoldsInFlight)}
+		folds:       make(chan struct{}, opts.FoldsInFlight),
+		unreach:     newUnreachables()}
+	c.mu.avoidPG = map[uint32]avoidPG{}
 	c.space = newSpaceGate(m)
 	return c
 }

@@ -20,7 +20,14 @@
 // does not answer at all (its server hangs or is cut off) is waited for
 // only until the map says it is down (write_watch.go: the map is checked
 // every half MapMaxAge while a stripe's writes run); then the stripe is
-// placed again the same way, so the write succeeds.
+// placed again the same way, so the write succeeds. A drive the map keeps
+// up but that makes no progress for this client for
+// Options.UnreachableAfter (a one-way partition between this client and
+// its server) is treated the same way from here only (unreachable.go):
+// the stripe is placed again around its server, which the client then
+// avoids for writes, reads and syncs for Options.AvoidFor and reports
+// (Options.OnUnreachable); the map changes only if the management
+// service cannot reach the server either.
 //
 // Reading: the k data fragments of a stripe are read in parallel (the code is
 // systematic), with parity in their place from the start for fragments whose

@@ -97,7 +97,7 @@ func (c *Client) readStripeOnce(ctx context.Context, lay meta.Layout, ino meta.I
 			return fmt.Errorf("drive %v is %s at map epoch %d", id, d.State, m.Epoch)
 		}
 		return nil
-	}, func(id placement.DriveID) bool { return isDown(id) || c.lat.Avoid(id, now) })
+	}, func(id placement.DriveID) bool { return isDown(id) || c.lat.Avoid(id, now) || c.avoids(m, id, now) })
 	got, err := f.Get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("file %s stripe %d: %w", name, rec.Stripe, err)

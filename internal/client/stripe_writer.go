@@ -74,7 +74,7 @@ func driveGone(err error) bool {
 // and writes the k+m sealed fragments of a new generation to them in
 // parallel. On error the fragments written are deleted (best effort).
 func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, s, l int) (meta.StripeRec, error) {
-	m, pm, err := c.pgMap(ctx, lay.Pool)
+	m, pm, err := c.writePGMap(ctx, lay.Pool) // unreachable.go: around servers this client cannot reach
 	if err != nil {
 		return meta.StripeRec{}, err
 	}
@@ -100,8 +100,8 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	for i, d := range set {
 		targets[i], frags[i] = stripeio.Loc{Index: i, Drive: d}, b.frag(i, s)
 	}
-	wctx, stop := c.watchTargets(wctx, rec.Drives) // write_watch.go
-	errs := stripeio.WriteFragments(wctx, stripeio.OnMap(c.drives, m), st, targets, frags)
+	wctx, stop := c.watchTargets(wctx, m, rec.Drives) // write_watch.go
+	errs := stripeio.WriteFragments(wctx, c.progressDrives(stripeio.OnMap(c.drives, m)), st, targets, frags)
 	gone := targetDown(wctx)
 	stop()
 	if err := errors.Join(append(errs, gone)...); err != nil {

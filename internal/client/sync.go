@@ -138,6 +138,12 @@ func (c *Client) syncDrives(ctx context.Context) error {
 			// fsync of the client until it is back or replaced.
 			continue
 		}
+		if c.avoids(m, id, time.Now()) {
+			// Unreachable from this client (unreachable.go): the same
+			// holds, and a sync would wait for ever; a fragment its
+			// server loses unsynced is found and restored by scrub.
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -23,14 +23,21 @@ var errTargetDown = fmt.Errorf("%w: a drive of the stripe is no longer up", clus
 // half MapMaxAge, the client's map is consulted (fetched again once it is
 // MapMaxAge old); once it says one of the drives is not up (the management
 // service marked it down or failed), the context is cancelled with a cause
-// that is errTargetDown. A write that ends before the first check costs
-// one timer.
-func (c *Client) watchTargets(ctx context.Context, drives []uint32) (context.Context, func()) {
+// that is errTargetDown. So is it once one of the drives made no progress
+// for Options.UnreachableAfter (unreachable.go): the cause is then
+// errUnreachable, and the drive's server is avoided and reported. A write
+// that ends before the first check costs one timer.
+func (c *Client) watchTargets(ctx context.Context, wm *clustermap.Map, drives []uint32) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(ctx)
-	period := c.opts.MapMaxAge / 2
+	period := min(c.opts.MapMaxAge, c.opts.UnreachableAfter) / 2
 	var timer *time.Timer
 	check := func() {
 		if wctx.Err() != nil {
+			return
+		}
+		if id, ok := c.unreach.stuck(drives, c.opts.UnreachableAfter, time.Now()); ok {
+			c.unreachable(wm, id)
+			cancel(fmt.Errorf("%w: drive %v made no progress for %v", errUnreachable, id, c.opts.UnreachableAfter))
 			return
 		}
 		if m, err := c.Map(wctx); err == nil {

@@ -55,7 +55,15 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		opts.OnRepair = repairs.Repaired
 	}
 	c.closers = append([]func() error{func() error { return repairs.Flush(context.Background()) }}, c.closers...)
-	// Drives that do not answer are reported to the failure detector.
+	// Drives that do not answer are reported to the failure detector,
+	// which probes them itself: those that fail or refuse as their calls
+	// end (mgmt.ReportingDrives), those that make no progress for this
+	// client by Options.OnUnreachable.
+	if prev := opts.OnUnreachable; prev != nil {
+		opts.OnUnreachable = func(id placement.DriveID) { prev(id); reportUnreachable(c.Mgmt, id) }
+	} else {
+		opts.OnUnreachable = func(id placement.DriveID) { reportUnreachable(c.Mgmt, id) }
+	}
 	c.Client = client.New(c.Meta, c.Mgmt, mgmt.ReportingDrives(dialer, c.Mgmt), opts)
 	return c, nil
 }
@@ -120,4 +128,14 @@ func allErrors() *rpc.ErrorTable {
 // placed again around them instead of failing.
 func (c *Cluster) InProcessDrives(remote storage.Peers) client.Drives {
 	return mgmt.ReportingDrives(c.storage.InProcess(remote), c.Mgmt)
+}
+
+// reportUnreachable tells mc, in the background, that drive id does not
+// answer this client.
+func reportUnreachable(mc *mgmt.Client, id placement.DriveID) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = mc.DriveUnreachable(ctx, id) // best effort: the client avoids the server already
+	}()
 }
