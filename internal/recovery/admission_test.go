@@ -1,6 +1,7 @@
 package recovery
 
 import (
+	"slices"
 	"testing"
 
 	"poolfs/internal/clustermap"
@@ -63,6 +64,66 @@ func TestAdmission(t *testing.T) {
 	}
 	if i, ok := b.Next(Limits{Depth: 4, Max: 2}); !ok || i != 1 {
 		t.Fatalf("with Max 2: %d %v, want task 1", i, ok)
+	}
+}
+
+// TestAdmissionCriticalStrictlyFirst: a task that lost fewer fragments
+// never starts on a drive that a task with more lost fragments still needs,
+// pending or in flight, even when its own drives have room; on drives no
+// critical task needs it starts at once, so the rest of the pool keeps
+// working. Within window of a blocked critical task, degraded ones used to
+// start and take the drive's slots before it.
+func TestAdmissionCriticalStrictlyFirst(t *testing.T) {
+	crit := func(dst placement.DriveID, src ...placement.DriveID) Task {
+		t := task(dst, src...)
+		t.Lost = 2
+		return t
+	}
+	tasks := []Task{
+		crit(9, 1, 2), // 0
+		crit(9, 3, 4), // 1: drive 9 full at depth 1
+		task(8, 3, 5), // 2: degraded, on drive 3 that task 1 needs
+		task(7, 5, 6), // 3: degraded, no critical task needs its drives
+		task(9, 6),    // 4: degraded, on drive 9 where task 0 runs
+	}
+	a := NewAdmission(tasks)
+	lim := Limits{Depth: 1}
+	var got []int
+	for {
+		i, ok := a.Next(lim)
+		if !ok {
+			break
+		}
+		got = append(got, i)
+	}
+	if !slices.Equal(got, []int{0, 3}) {
+		t.Fatalf("started %v, want [0 3]: task 2 waits for critical task 1 on drive 3, task 4 for task 1 on drive 9", got)
+	}
+	a.Done(0)
+	if i, ok := a.Next(lim); !ok || i != 1 {
+		t.Fatalf("after task 0 ended: %d %v, want critical task 1", i, ok)
+	}
+	if i, ok := a.Next(lim); ok {
+		t.Fatalf("task %d started while critical task 1 runs on its drives", i)
+	}
+	a.Done(1)
+	a.Done(3)
+	got = got[:0]
+	for {
+		i, ok := a.Next(lim)
+		if !ok {
+			break
+		}
+		got = append(got, i)
+	}
+	if !slices.Equal(got, []int{2, 4}) {
+		t.Fatalf("with the critical tasks done, started %v, want [2 4]", got)
+	}
+
+	// Plan order is not needed: the most lost fragments go first.
+	b := NewAdmission([]Task{task(8, 1), crit(9, 1)})
+	if i, ok := b.Next(Limits{Depth: 4}); !ok || i != 1 {
+		t.Fatalf("first task started: %d %v, want the critical one (1)", i, ok)
 	}
 }
 

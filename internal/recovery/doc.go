@@ -66,9 +66,13 @@
 //
 // Tasks are ordered by lost fragments, most first: with 8+2, the stripes
 // that lost two fragments (critical: one more failure loses them) are
-// rebuilt before those that lost one, and copies come last. Executing in
-// this order shrinks the window of exposure to a third failure to the time
-// it takes to rebuild the critical stripes, a small fraction of the whole.
+// rebuilt before those that lost one, and copies come last. Execution keeps
+// the order strictly on every drive (Admission): a task of a lower level
+// never starts on a drive that a task of a higher level still needs, pending
+// or in flight, while drives that no critical task needs take the next
+// level's work at once. The window of exposure to a third failure is then
+// the time the critical stripes' own I/O takes at the pool's speed, a small
+// fraction of the whole.
 //
 // # Balanced I/O
 //

@@ -24,11 +24,12 @@ type Limits struct {
 	Max   int
 }
 
-// Run executes tasks, most urgent (first) first, launching a task when
+// Run executes tasks, most lost fragments first, launching a task when
 // every drive it reads or writes has fewer than Depth tasks in flight (and
 // fewer than Max tasks run in all). When the first pending task cannot
-// start, later ones whose drives are idle may; with nothing in flight the
-// first pending task always starts. limits is consulted at least every
+// start, later ones whose drives have room may, but not on a drive that a
+// task with more lost fragments still needs (Admission); with nothing in
+// flight the first pending task always starts. limits is consulted at least every
 // 200 ms, so a priority change takes effect during a run. do performs one
 // task; done (which may be nil) is called once per started task with do's
 // result, from one goroutine at a time. Run returns when every started task
