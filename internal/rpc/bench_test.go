@@ -176,12 +176,12 @@ func BenchmarkHandshake(b *testing.B) {
 		cn, sn := net.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			_, _, err := serverHandshake(sn, testSecret, fuzzServerNonce, func() error { return nil })
+			_, _, _, err := serverHandshake(sn, testSecret, fuzzServerNonce, func() error { return nil })
 			done <- err
 		}()
 		eph, err := newEphemeralKey()
 		if err == nil {
-			_, _, err = clientHandshake(cn, cn, testSecret, fuzzClientNonce, eph)
+			_, _, _, err = clientHandshake(cn, cn, testSecret, fuzzClientNonce, eph)
 		}
 		if err != nil || <-done != nil {
 			b.Fatal(err)

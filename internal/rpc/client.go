@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"poolfs/internal/identity"
 )
 
 // ClientOptions configures a Client. Zero values mean the documented default.
@@ -19,6 +21,13 @@ type ClientOptions struct {
 	MaxBody     int64         // largest request or response body; default DefaultMaxBody
 	DialTimeout time.Duration // to connect (not authenticate) each connection; default 10s
 	Errors      *ErrorTable   // decodes remote error codes; default: built-ins only
+	// Identity, if set, is the certificate and key the client presents to
+	// the server; a server that trusts a CA refuses a client without one.
+	Identity *identity.Identity
+	// Peers, if set, is which servers the client accepts: the server must
+	// present a certificate it accepts (its Roles say which roles may
+	// serve this client), else Dial and calls fail with ErrAuth.
+	Peers *identity.Trust
 }
 
 // Validate rejects negative values.
@@ -41,6 +50,9 @@ type Client struct {
 	dialer  net.Dialer
 	slots   chan struct{} // one token per connection in use or being dialed
 	pool    bufPool       // record buffers of all connections
+	// identity and peers are ClientOptions.Identity and Peers.
+	identity *identity.Identity
+	peers    *identity.Trust
 
 	mu struct {
 		sync.Mutex
@@ -75,6 +87,9 @@ func Dial(addr string, secret []byte, opts ClientOptions) (*Client, error) {
 		maxBody: cmpOr(opts.MaxBody, DefaultMaxBody),
 		slots:   make(chan struct{}, cmpOr(opts.MaxConns, 64)),
 		dialer:  net.Dialer{Timeout: cmpOr(opts.DialTimeout, handshakeTimeout)},
+
+		identity: opts.Identity,
+		peers:    opts.Peers,
 	}
 	cc, err := c.dial(context.Background())
 	if err != nil {
@@ -309,7 +324,11 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	rand.Read(nonce)
 	eph, err := newEphemeralKey()
 	if err == nil {
-		cc.fw.cs, cc.fr.cs, err = clientHandshake(cc.fr.br, nc, c.secret, nonce, eph)
+		var transcript []byte
+		cc.fw.cs, cc.fr.cs, transcript, err = clientHandshake(cc.fr.br, nc, c.secret, nonce, eph)
+		if err == nil {
+			_, err = c.clientIdentity(&cc.fr, &cc.fw, transcript)
+		}
 	}
 	if !stop() && err == nil {
 		err = ctx.Err()

@@ -19,11 +19,11 @@
 // Every connection starts with mutual challenge-response over the cluster
 // secret (at least MinSecretLen bytes), in clear:
 //
-//	server → client  "PFS2" | serverNonce[32]
+//	server → client  "PFS3" | serverNonce[32]
 //	client → server  clientNonce[32] | clientPub[32] |
-//	                 HMAC-SHA256(secret, "poolfs rpc v2 client"|serverNonce|clientNonce|clientPub)
+//	                 HMAC-SHA256(secret, "poolfs rpc v3 client"|serverNonce|clientNonce|clientPub)
 //	server → client  auth frame carrying serverPub[32] |
-//	                 HMAC-SHA256(secret, "poolfs rpc v2 server"|clientNonce|serverNonce|clientPub|serverPub)
+//	                 HMAC-SHA256(secret, "poolfs rpc v3 server"|clientNonce|serverNonce|clientPub|serverPub)
 //
 // clientPub and serverPub are X25519 public keys made for this connection
 // only; the server makes its key only once the client's MAC is right.
@@ -33,11 +33,33 @@
 // MaxConns answers a right MAC with code "busy" instead; the client returns
 // ErrUnavailable naming the limit.
 //
+// Then, already in records (below), the two sides exchange identities
+// (package identity: a node certificate signed by the cluster CA, naming
+// the node and its role):
+//
+//	server → client  auth frame: serverCert | Ed25519(serverKey, "poolfs rpc v3 server identity"|transcript)
+//	client → server  auth frame: clientCert | Ed25519(clientKey, "poolfs rpc v3 client identity"|transcript)
+//	server → client  empty auth frame (accepted), or error frame "auth" with the reason, then close
+//
+// where transcript = serverNonce | clientNonce | clientPub | serverPub. A
+// side without an Identity sends empty args. A side with Peers (an
+// identity.Trust) requires the other's certificate and checks that the
+// cluster CA signed it, that it is unexpired, of an accepted role
+// (ClientOptions.Peers.Roles: which roles may serve this client) and not
+// revoked, and that the signature over this connection's transcript is by
+// the key it names: a certificate copied off another connection proves
+// nothing. Any failure is ErrAuth with the reason (Dial fails; a server
+// logs it and closes). A side without Peers ignores what it is shown, and
+// handlers then see no peer: PeerFrom returns the verified certificate of
+// a handler's caller. ServerOptions.Authorize decides, before each
+// handler runs, whether that certificate may call the method; a refusal
+// is ErrForbidden.
+//
 // The fourth byte is the protocol version. A client of this version facing
-// a version 1 server fails with ErrProtocol naming both versions; a version
-// 1 client facing this server fails at its first check with "bad server
-// hello" (ErrProtocol) before sending anything, and a version 1 hello could
-// not pass anyway: the MAC labels differ.
+// an older server fails with ErrProtocol naming both versions; an older
+// (version 2) client facing this server fails the same way at its first
+// check, before sending anything, and a version 2 hello could not pass
+// anyway: the MAC labels differ.
 //
 // # Admission
 //
@@ -57,7 +79,7 @@
 // Every byte after the handshake travels in records sealed with AES-256-GCM.
 // Each direction has its own key, derived with HKDF-SHA256 from the secret
 // and the X25519 shared secret of the two ephemeral keys, salted with both
-// nonces ("poolfs rpc v2 client to server", "... server to client"), so
+// nonces ("poolfs rpc v3 client to server", "... server to client"), so
 // every connection and direction has fresh keys. A record's nonce is its
 // sequence number in its direction. A record holds at most
 // 65520 bytes of plaintext plus a 16-byte tag (64 KiB on the wire); a frame
@@ -84,13 +106,23 @@
 //     not wipe freed memory, and a connection's record keys live as long as
 //     it does: reading a running node's memory is another matter.)
 //
+// Where both sides trust the cluster CA (Identity and Peers set on both),
+// also against anyone who holds the secret:
+//   - Neither side can be impersonated without the private key of a
+//     certificate the CA signed for an accepted role, unexpired and not
+//     revoked; a man in the middle with the secret is refused by both
+//     sides, as it cannot sign either transcript.
+//   - The certificates travel sealed: node names are not shown on the wire.
+//
 // What it does not protect:
-//   - A leaked secret: whoever holds it can impersonate any server or
-//     client, and so read and alter the traffic of the connections it sets
-//     itself in the middle of from then on (not those recorded before).
-//   - All holders of the secret are equal: any node can call any method and
-//     serve any address; there are no per-node identities or revocation
-//     short of changing the secret on every node.
+//   - A leaked secret, where a side sets no Peers: whoever holds the
+//     secret can impersonate any server or client that side talks to,
+//     and so read and alter the traffic of the connections it sets itself
+//     in the middle of from then on (not those recorded before).
+//   - A leaked node key: it is that node until its certificate expires or
+//     is revoked (identity.Trust.Revoked).
+//   - Authorisation is per method and certificate, by ServerOptions.Authorize;
+//     without it any admitted client may call any method.
 //   - Traffic analysis: frame timing and sizes (to within a record) show.
 //   - Availability: anyone on the path can drop or reset connections (calls
 //     fail with ErrUnavailable), and anyone who can reach the port can keep

@@ -10,7 +10,10 @@ import (
 // a remote handler arrive as *RemoteError, which unwraps to the sentinel
 // registered for its code.
 var (
-	// ErrAuth means the handshake failed: the peers do not share the secret.
+	// ErrAuth means the handshake failed: the peers do not share the
+	// secret, or a peer's certificate was missing, not signed by the
+	// cluster CA, expired, revoked, of a role not accepted, or not
+	// proved by a signature over this connection's handshake.
 	ErrAuth = errors.New("rpc: authentication failed")
 	// ErrProtocol means a peer sent a malformed or over-limit frame, or
 	// speaks another protocol version; the connection is closed.
@@ -33,6 +36,9 @@ var (
 	ErrUnavailable = errors.New("rpc: server unavailable")
 	// ErrClosed is returned by calls on a closed Client.
 	ErrClosed = errors.New("rpc: client closed")
+	// ErrForbidden is returned (remotely) for a call the server's
+	// ServerOptions.Authorize refused to the caller's certificate.
+	ErrForbidden = errors.New("rpc: forbidden")
 )
 
 // Built-in error codes, present in every ErrorTable.
@@ -40,6 +46,7 @@ const (
 	codeInternal = "internal"
 	codeNoMethod = "nomethod"
 	codeAuth     = "auth"
+	codeForbid   = "forbidden"
 	codeBusy     = "busy" // handshake verdict only: server at MaxConns
 	codeCanceled = "canceled"
 	codeDeadline = "deadline"
@@ -109,6 +116,8 @@ func builtinError(code string) error {
 		return ErrNoMethod
 	case codeAuth:
 		return ErrAuth
+	case codeForbid:
+		return ErrForbidden
 	case codeCanceled:
 		return context.Canceled
 	case codeDeadline:
@@ -128,7 +137,7 @@ func (t *ErrorTable) encode(err error) string {
 			}
 		}
 	}
-	for _, code := range [...]string{codeNoMethod, codeInternal, codeAuth, codeDeadline, codeCanceled} {
+	for _, code := range [...]string{codeNoMethod, codeInternal, codeAuth, codeForbid, codeDeadline, codeCanceled} {
 		if errors.Is(err, builtinError(code)) {
 			return code
 		}

@@ -232,7 +232,7 @@ func FuzzHandshake(f *testing.F) {
 	f.Add(append(goodServerSide, plainFrame(typeError, codeAuth, []byte("no"))...))
 	f.Add(append(goodServerSide, plainFrame(typeError, codeBusy, []byte("at limit"))...))
 	f.Add(append(goodServerSide, hdr(typeAuth, 0, 1<<30, 0)...))
-	f.Add(append([]byte("PFS1"), fuzzServerNonce...))
+	f.Add(append([]byte("PFS2"), fuzzServerNonce...))
 	f.Add(make([]byte, clientHelloSize))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Server side: data is what the client sent.
@@ -240,12 +240,12 @@ func FuzzHandshake(f *testing.F) {
 			io.Reader
 			io.Writer
 		}{bytes.NewReader(data), io.Discard}
-		_, _, err := serverHandshake(rw, testSecret, fuzzServerNonce, func() error { return nil })
+		_, _, _, err := serverHandshake(rw, testSecret, fuzzServerNonce, func() error { return nil })
 		if (err == nil) != (len(data) >= clientHelloSize && bytes.Equal(data[:clientHelloSize], goodClientHello)) {
 			t.Fatalf("server handshake: err %v on %x", err, data)
 		}
 		// Client side: data is what the server sent.
-		_, _, err = clientHandshake(bytes.NewReader(data), io.Discard, testSecret, fuzzClientNonce, clientKey)
+		_, _, _, err = clientHandshake(bytes.NewReader(data), io.Discard, testSecret, fuzzClientNonce, clientKey)
 		want := append(append([]byte{}, goodServerSide...), goodVerdict...)
 		if (err == nil) != (len(data) >= len(want) && bytes.Equal(data[:len(want)], want)) {
 			t.Fatalf("client handshake: err %v on %x", err, data)

@@ -132,9 +132,12 @@ func startMITM(t *testing.T, target string, tc mitmCase, frameSize int) string {
 		mu.Lock()
 		conns = append(conns, client, server)
 		mu.Unlock()
-		src, dst, clear := server, client, serverHelloSize+verdictSize
+		// The handshake, then the identity exchange without identities:
+		// the server's empty identity and verdict, the client's empty
+		// identity, a sealed header each.
+		src, dst, clear := server, client, serverHelloSize+verdictSize+2*sealedHeaderSize
 		if tc.toServer {
-			src, dst, clear = client, server, clientHelloSize
+			src, dst, clear = client, server, clientHelloSize+sealedHeaderSize
 		}
 		wg.Go(func() { io.Copy(src, dst); src.Close() }) // the other direction, as is
 		defer dst.Close()

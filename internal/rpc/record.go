@@ -30,8 +30,8 @@ const (
 	// system call.
 	writeBatch = 4 * sealedMax
 
-	keyInfoC2S = "poolfs rpc v2 client to server"
-	keyInfoS2C = "poolfs rpc v2 server to client"
+	keyInfoC2S = "poolfs rpc v3 client to server"
+	keyInfoS2C = "poolfs rpc v3 server to client"
 )
 
 // sealedLen is the wire size of a section of n plaintext bytes.

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"errors"
@@ -68,9 +69,18 @@ func rawConn(t *testing.T, addr string, auth bool) *testConn {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tc.send, tc.recv, err = clientHandshake(nc, nc, testSecret, nonce, eph); err != nil {
+		var transcript []byte
+		if tc.send, tc.recv, transcript, err = clientHandshake(nc, nc, testSecret, nonce, eph); err != nil {
 			t.Fatal(err)
 		}
+		// The identity exchange, presenting none: the server's verdict is
+		// the last thing it sends, so the reader's buffer holds no more.
+		fr := frameReader{br: bufio.NewReaderSize(nc, readBufSize), maxBody: DefaultMaxBody, cs: tc.recv, pool: &bufPool{}}
+		fw := frameWriter{w: nc, maxBody: DefaultMaxBody, cs: tc.send, pool: &bufPool{}}
+		if _, err := (&Client{addr: addr}).clientIdentity(&fr, &fw, transcript); err != nil {
+			t.Fatal(err)
+		}
+		tc.send, tc.recv = fw.cs, fr.cs
 	}
 	return tc
 }
@@ -174,7 +184,7 @@ func sealedHdr(typ frameType, nameLen, argsLen, bodyLen uint64) func(*testConn) 
 // Peers of different protocol versions fail at the handshake with an error
 // that says so, never by exchanging frames the other misreads.
 func TestProtocolVersionMismatch(t *testing.T) {
-	t.Run("new client, version 1 server", func(t *testing.T) {
+	t.Run("new client, version 2 server", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -183,33 +193,33 @@ func TestProtocolVersionMismatch(t *testing.T) {
 		go func() {
 			nc, err := ln.Accept()
 			if err == nil {
-				nc.Write(append([]byte("PFS1"), make([]byte, nonceSize)...))
+				nc.Write(append([]byte("PFS2"), make([]byte, nonceSize)...))
 				io.Copy(io.Discard, nc)
 				nc.Close()
 			}
 		}()
 		_, err = Dial(ln.Addr().String(), testSecret, ClientOptions{})
-		if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "server speaks rpc protocol version '1', this client speaks '2'") {
+		if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "server speaks rpc protocol version '2', this client speaks '3'") {
 			t.Fatalf("got %v, want ErrProtocol naming both versions", err)
 		}
 	})
-	t.Run("version 1 client, new server", func(t *testing.T) {
+	t.Run("version 2 client, new server", func(t *testing.T) {
 		_, addr := startServer(t, ServerOptions{}, registerEcho)
 		nc := rawConn(t, addr, false)
 		var hello [serverHelloSize]byte
 		if _, err := io.ReadFull(nc, hello[:]); err != nil {
 			t.Fatal(err)
 		}
-		// A version 1 client checks for "PFS1" and stops with "bad server
-		// hello" before it sends a byte.
-		if string(hello[:4]) == "PFS1" {
-			t.Fatalf("hello %q looks like version 1", hello[:4])
+		// A version 2 client checks for "PFS2" and stops with "server
+		// speaks rpc protocol version '3'" before it sends a byte.
+		if string(hello[:4]) == "PFS2" {
+			t.Fatalf("hello %q looks like version 2", hello[:4])
 		}
-		// Had it answered, its MAC (label "client") is not a version 2
-		// MAC, even with the right secret: the server refuses it.
-		v1 := make([]byte, nonceSize+pubSize, clientHelloSize)
-		v1 = append(v1, handshakeMAC(testSecret, "client", hello[4:], make([]byte, nonceSize))...)
-		nc.Write(v1)
+		// Had it answered, its MAC (label "poolfs rpc v2 client") is not a
+		// version 3 MAC, even with the right secret: the server refuses it.
+		v2 := make([]byte, nonceSize+pubSize, clientHelloSize)
+		v2 = append(v2, handshakeMAC(testSecret, "poolfs rpc v2 client", hello[4:], make([]byte, nonceSize), make([]byte, pubSize))...)
+		nc.Write(v2)
 		h, name, _, err := readVerdict(bytes.NewReader(expectClosed(t, nc)))
 		if err != nil || h.typ != typeError || string(name) != codeAuth {
 			t.Fatalf("got frame type %d code %q, err %v; want an auth error", h.typ, name, err)
@@ -227,14 +237,14 @@ func handshakePair(t *testing.T) (client, server cipherState) {
 	done := make(chan error, 1)
 	go func() {
 		var err error
-		server, _, err = serverHandshake(sn, testSecret, fuzzServerNonce, func() error { return nil })
+		server, _, _, err = serverHandshake(sn, testSecret, fuzzServerNonce, func() error { return nil })
 		done <- err
 	}()
 	eph, err := newEphemeralKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, _, err = clientHandshake(cn, cn, testSecret, fuzzClientNonce, eph)
+	client, _, _, err = clientHandshake(cn, cn, testSecret, fuzzClientNonce, eph)
 	if err != nil || <-done != nil {
 		t.Fatalf("handshake: %v", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"poolfs/internal/identity"
 )
 
 // Request is one incoming call. Method, Args and the Request itself are
@@ -74,6 +76,17 @@ type ServerOptions struct {
 	// with the method, the time its handler took and the error it
 	// returned (metrics). It must not block.
 	Observe func(method string, d time.Duration, err error)
+	// Identity, if set, is the certificate and key the server presents to
+	// every client; a client that trusts a CA refuses a server without one.
+	Identity *identity.Identity
+	// Peers, if set, is whom the server admits: every client must present
+	// a certificate it accepts (ErrAuth otherwise). Unset, clients need
+	// only the secret.
+	Peers *identity.Trust
+	// Authorize, if set, runs before every call of a registered method
+	// with the caller's verified certificate (nil if Peers is unset); an
+	// error refuses the call with ErrForbidden. It must not block.
+	Authorize func(method string, peer *identity.Cert) error
 }
 
 // Validate rejects negative limits.
@@ -103,6 +116,9 @@ type Server struct {
 	intercept []func(context.Context) context.Context
 	pool      bufPool
 	observe   func(method string, d time.Duration, err error) // ServerOptions.Observe
+	identity  *identity.Identity                              // ServerOptions.Identity
+	peers     *identity.Trust                                 // ServerOptions.Peers
+	authorize func(method string, peer *identity.Cert) error  // ServerOptions.Authorize
 
 	ctx    context.Context // cancelled by Close; parent of handler contexts
 	cancel context.CancelFunc
@@ -138,6 +154,9 @@ func NewServer(secret []byte, opts ServerOptions) *Server {
 		hsTimeout:  cmpOr(opts.HandshakeTimeout, DefaultHandshakeTimeout),
 		handlers:   make(map[string]handlerEntry),
 		observe:    opts.Observe,
+		identity:   opts.Identity,
+		peers:      opts.Peers,
+		authorize:  opts.Authorize,
 	}
 	s.initErr = errors.Join(checkSecret(secret), opts.Validate())
 	if s.log == nil {
@@ -278,11 +297,22 @@ func (s *Server) serveConn(nc net.Conn, el *list.Element) {
 	var nonce [nonceSize]byte
 	rand.Read(nonce[:])
 	nc.SetDeadline(time.Now().Add(s.hsTimeout))
-	c2s, s2c, err := serverHandshake(nc, s.secret, nonce[:], func() error {
+	c2s, s2c, transcript, err := serverHandshake(nc, s.secret, nonce[:], func() error {
 		err := s.admit(el)
 		admitted = err == nil
 		return err
 	})
+	var c *serverConn
+	var peer *identity.Cert
+	if err == nil {
+		c = &serverConn{
+			s:  s,
+			nc: nc,
+			fr: frameReader{br: bufio.NewReaderSize(nc, readBufSize), maxBody: s.maxBody, cs: c2s, pool: &s.pool},
+			fw: frameWriter{w: nc, maxBody: s.maxBody, cs: s2c, pool: &s.pool},
+		}
+		peer, err = s.serverIdentity(&c.fr, &c.fw, transcript)
+	}
 	if err != nil {
 		level := slog.LevelDebug // port scans, health probes, evictions
 		if errors.Is(err, ErrAuth) || errors.Is(err, ErrProtocol) || errors.Is(err, errBusy) {
@@ -292,13 +322,11 @@ func (s *Server) serveConn(nc net.Conn, el *list.Element) {
 		return
 	}
 	nc.SetDeadline(time.Time{})
-	c := &serverConn{
-		s:  s,
-		nc: nc,
-		fr: frameReader{br: bufio.NewReaderSize(nc, readBufSize), maxBody: s.maxBody, cs: c2s, pool: &s.pool},
-		fw: frameWriter{w: nc, maxBody: s.maxBody, cs: s2c, pool: &s.pool},
+	ctx := context.WithValue(s.ctx, connStateKey{}, &ConnState{})
+	if peer != nil {
+		ctx = context.WithValue(ctx, peerKey{}, peer)
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(s.ctx, connStateKey{}, &ConnState{}))
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hctx := ctx
 	for _, f := range s.intercept {
@@ -383,6 +411,11 @@ func (c *serverConn) worker(ctx context.Context, work <-chan struct{}, idle chan
 func (s *Server) invoke(ctx context.Context, e handlerEntry, req *Request) (resp *Response, err error) {
 	if e.h == nil {
 		return nil, fmt.Errorf("%w: %q", ErrNoMethod, req.Method)
+	}
+	if s.authorize != nil {
+		if err := s.authorize(e.method, PeerFrom(ctx)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrForbidden, e.method, err)
+		}
 	}
 	if s.observe != nil {
 		start := time.Now()

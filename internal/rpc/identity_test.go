@@ -1,0 +1,143 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"poolfs/internal/identity"
+)
+
+// testCA issues identities for the identity tests.
+type testCA struct {
+	t  *testing.T
+	ca *identity.CA
+}
+
+func newTestCA(t *testing.T) *testCA {
+	ca, err := identity.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testCA{t, ca}
+}
+
+func (c *testCA) issue(name string, role identity.Role, notAfter time.Time) *identity.Identity {
+	pub, priv, err := identity.NewKey()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cert, err := c.ca.Issue(name, role, 7, notAfter, pub)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return &identity.Identity{Cert: cert, Key: priv}
+}
+
+func (c *testCA) trust(roles ...identity.Role) *identity.Trust {
+	return &identity.Trust{CA: c.ca.Public(), Roles: roles, Revoked: func(c *identity.Cert) bool { return c.Name == "revoked" }}
+}
+
+// registerWhoAmI serves "test.WhoAmI", answering the caller's verified
+// certificate, and "storage.Put", which only server certificates may call.
+func registerWhoAmI(s *Server) {
+	s.Handle("test.WhoAmI", func(ctx context.Context, req *Request) (*Response, error) {
+		p := PeerFrom(ctx)
+		if p == nil {
+			return &Response{Result: "nobody"}, nil
+		}
+		return &Response{Result: p.Role.String() + " " + p.Name}, nil
+	})
+	s.Handle("storage.Put", func(ctx context.Context, req *Request) (*Response, error) { return nil, nil })
+}
+
+func serverOnly(method string, peer *identity.Cert) error {
+	if strings.HasPrefix(method, "storage.") && (peer == nil || peer.Role != identity.RoleServer) {
+		return errors.New("storage methods are for servers only")
+	}
+	return nil
+}
+
+// Every connection between nodes that trust the cluster CA proves both
+// certificates; a certificate from another CA, expired, revoked, altered,
+// of the wrong role, or not proved by its key is refused at the handshake.
+func TestIdentityHandshake(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	later := time.Now().Add(time.Hour)
+	server := ca.issue("srv1", identity.RoleServer, later)
+	client := ca.issue("host7", identity.RoleClient, later)
+
+	tampered := *client
+	raw := append([]byte(nil), client.Cert.Encoded()...)
+	raw[5+7] ^= 1 // serial 7 → 6
+	var err error
+	if tampered.Cert, err = identity.Decode(raw); err != nil {
+		t.Fatal(err)
+	}
+	stolen := *client // its certificate, another key
+	_, stolen.Key, _ = identity.NewKey()
+
+	for _, tc := range []struct {
+		name         string
+		serverID     *identity.Identity
+		clientID     *identity.Identity
+		clientTrusts *identity.Trust
+		want         string // "" : the call works; else in the Dial error
+	}{
+		{"both proved", server, client, ca.trust(identity.RoleServer), ""},
+		{"client from another CA", server, other.issue("host7", identity.RoleClient, later), ca.trust(), "not signed by the cluster CA"},
+		{"client expired", server, ca.issue("host7", identity.RoleClient, time.Now().Add(-time.Second)), ca.trust(), "certificate expired"},
+		{"client revoked", server, ca.issue("revoked", identity.RoleClient, later), ca.trust(), "certificate revoked"},
+		{"client certificate altered", server, &tampered, ca.trust(), "not signed by the cluster CA"},
+		{"client certificate without its key", server, &stolen, ca.trust(), "did not prove its key"},
+		{"client without certificate", server, nil, ca.trust(), "presented no certificate"},
+		{"server from another CA", other.issue("srv1", identity.RoleServer, later), client, ca.trust(), "not signed by the cluster CA"},
+		{"server without certificate", nil, client, ca.trust(), "presented no certificate"},
+		{"client posing as a server", ca.issue("host8", identity.RoleClient, later), client, ca.trust(identity.RoleServer), "certificate of the wrong role"},
+		{"server expired", ca.issue("srv1", identity.RoleServer, time.Now().Add(-time.Second)), client, ca.trust(), "certificate expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, addr := startServer(t, ServerOptions{Identity: tc.serverID, Peers: ca.trust()}, registerWhoAmI)
+			c, err := Dial(addr, testSecret, ClientOptions{Identity: tc.clientID, Peers: tc.clientTrusts})
+			if tc.want != "" {
+				if err == nil {
+					c.Close()
+				}
+				if !errors.Is(err, ErrAuth) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("dial: %v, want ErrAuth saying %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var who string
+			if err := c.Call(t.Context(), "test.WhoAmI", nil, nil, &who); err != nil || who != "client host7" {
+				t.Fatalf("WhoAmI: %q, %v", who, err)
+			}
+		})
+	}
+}
+
+// ServerOptions.Authorize sees the caller's verified role: a client
+// certificate cannot call a server-only method, a server certificate can.
+func TestAuthorizeByRole(t *testing.T) {
+	ca := newTestCA(t)
+	later := time.Now().Add(time.Hour)
+	_, addr := startServer(t, ServerOptions{Identity: ca.issue("srv1", identity.RoleServer, later), Peers: ca.trust(), Authorize: serverOnly}, registerWhoAmI)
+	client := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later), Peers: ca.trust(identity.RoleServer)})
+	err := client.Call(t.Context(), "storage.Put", nil, nil, nil)
+	if !errors.Is(err, ErrForbidden) {
+		t.Fatalf("client calling storage.Put: %v, want ErrForbidden", err)
+	}
+	if err := client.Call(t.Context(), "test.WhoAmI", nil, nil, nil); err != nil {
+		t.Fatalf("client calling an open method after a refusal: %v", err)
+	}
+	peer := dialTest(t, addr, ClientOptions{Identity: ca.issue("srv2", identity.RoleServer, later), Peers: ca.trust(identity.RoleServer)})
+	if err := peer.Call(t.Context(), "storage.Put", nil, nil, nil); err != nil {
+		t.Fatalf("server calling storage.Put: %v", err)
+	}
+}
