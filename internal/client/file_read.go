@@ -183,7 +183,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 		}
 	}
 	if whole && sequential {
-		f.readAhead(last+1, sb, f.aheadLocked(st))
+		f.readAhead(last+1, sb, f.aheadLocked(st), f.mu.streams.limit(st, off+int64(pl.n)))
 	}
 	return pl, nil
 }
@@ -271,11 +271,16 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 }
 
 // readAhead starts reading the next stripes in the background: window
-// stripes from stripe from on (a stream's aheadLocked), as far as the
+// stripes from stripe from on (a stream's aheadLocked), up to the stripe
+// that holds the byte before stop (where another reader's part starts,
+// readStreams.limit; -1: none) and the end of the file, as far as the
 // client's read-ahead budget (Options.ReadAheadTotal) allows and the cache
 // has room without letting go of stripes read ahead and not yet read.
-func (f *File) readAhead(from uint64, sb int64, window int) {
+func (f *File) readAhead(from uint64, sb int64, window int, stop int64) {
 	last := (f.mu.size - 1) / sb
+	if stop >= 0 {
+		last = min(last, (stop-1)/sb)
+	}
 	for s := from; s < from+uint64(window) && int64(s) <= last; s++ {
 		if f.heldLocked(s) {
 			continue

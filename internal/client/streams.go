@@ -13,6 +13,14 @@ package client
 // in place of the least recently used one. With one stream per File, two
 // interleaved readers reset each other at every request and were served a
 // shard range at a time, without whole stripes or readahead.
+//
+// A stream also remembers where it started. Another stream's read-ahead
+// stops there (readStreams.limit): in IOR's segmented layout, or data
+// loaders reading one shard each, that is where the next reader's part
+// begins, and the next reader has read (or reads ahead) that part itself,
+// as each reader of a file of its own stops at its file's end. Reading on
+// into it fetched, at the end of every part, up to a window of stripes
+// the next reader had already read and the cache had let go.
 
 // maxStreams is how many sequential streams a File tracks at once.
 const maxStreams = 16
@@ -29,9 +37,10 @@ const seqWindow = 64 << 20
 
 // readStream is one sequential reader of a File as the File sees it.
 type readStream struct {
-	next int64  // offset after the furthest read that continued it
-	seqs int    // reads in a row that continued it (near next)
-	used uint64 // readStreams.tick at its last read (least recently used is replaced)
+	start int64  // offset of the read that started it (the lowest, once merged)
+	next  int64  // offset after the furthest read that continued it
+	seqs  int    // reads in a row that continued it (near next)
+	used  uint64 // readStreams.tick at its last read (least recently used is replaced)
 	// wide says it started within the window of an established stream:
 	// it reaches as far as an established one (continued).
 	wide bool
@@ -75,10 +84,10 @@ func (rs *readStreams) match(off, end, sb int64) (st *readStream, sequential boo
 	}
 	via := rs.nearest(off, max(near, rs.window), true)
 	if via == nil {
-		return rs.add(end), false
+		return rs.add(off, end), false
 	}
 	via.used = rs.tick
-	rs.add(end).wide = true // perhaps another reader, lagging or ahead
+	rs.add(off, end).wide = true // perhaps another reader, lagging or ahead
 	return via, true
 }
 
@@ -135,6 +144,7 @@ func (rs *readStreams) merge(st *readStream, d int64) {
 		if o != st && o.next >= st.next-d && o.next <= st.next+d {
 			st.seqs = max(st.seqs, o.seqs)
 			st.next = max(st.next, o.next)
+			st.start = min(st.start, o.start)
 			continue
 		}
 		keep = append(keep, o)
@@ -143,10 +153,10 @@ func (rs *readStreams) merge(st *readStream, d int64) {
 	rs.list = keep
 }
 
-// add starts a stream expecting its next read at next, in place of the
+// add starts a stream at a read of bytes [start, next), in place of the
 // least recently used stream if there are maxStreams.
-func (rs *readStreams) add(next int64) *readStream {
-	st := &readStream{next: next, used: rs.tick}
+func (rs *readStreams) add(start, next int64) *readStream {
+	st := &readStream{start: start, next: next, used: rs.tick}
 	if len(rs.list) < maxStreams {
 		rs.list = append(rs.list, st)
 		return st
@@ -159,6 +169,19 @@ func (rs *readStreams) add(next int64) *readStream {
 	}
 	rs.list[lru] = st
 	return st
+}
+
+// limit is where read-ahead for stream st, which has read up to end,
+// stops: the start of the nearest established stream other than st that
+// started beyond end (another reader's part), or -1 if there is none.
+func (rs *readStreams) limit(st *readStream, end int64) int64 {
+	lim := int64(-1)
+	for _, o := range rs.list {
+		if o != st && o.established() && o.start >= end && (lim < 0 || o.start < lim) {
+			lim = o.start
+		}
+	}
+	return lim
 }
 
 // busy lists the stripes (of sb bytes) the streams read next: the

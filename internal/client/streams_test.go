@@ -255,3 +255,45 @@ func TestStridedLaggard(t *testing.T) {
 		})
 	}
 }
+
+// TestReadAheadStopsAtNextPart: readers of a segmented file, each reading
+// its part after the reader of the next part has read that one, as the
+// tasks of an IOR run drift apart. A reader's read-ahead stops where the
+// next reader's part starts, as a reader of a file of its own stops at
+// its end: every stripe is read whole exactly once. Reading ahead on into
+// the next part fetched, at the end of every part, a window of stripes
+// its reader had already read and the cache had let go. The bytes are
+// checked.
+func TestReadAheadStopsAtNextPart(t *testing.T) {
+	const (
+		stripe  = 4 * 64 << 10 // 4+2, 64 KiB units
+		xfer    = stripe / 2
+		readers = 4
+		per     = 12 // stripes per part
+		ahead   = 4
+	)
+	conn := startWith(t, client.Options{ReadAhead: ahead, ReadAheadTotal: 16 * ahead, StripesInFlight: 4})
+	ctx := context.Background()
+	w, data := written(t, conn, "segmented", readers*per*stripe)
+	f := reopen(t, conn, w)
+	defer f.Close()
+	client.SetSeqWindow(f, 2*stripe)
+	got := make([]byte, len(data))
+	// The last part first, then the one before it, and so on.
+	for r := readers - 1; r >= 0; r-- {
+		for off := r * per * stripe; off < (r+1)*per*stripe; off += xfer {
+			if k, err := f.ReadAt(ctx, got[off:off+xfer], int64(off)); err != nil || k != xfer {
+				t.Fatalf("reader %d at %d: %d bytes, %v", r, off, k, err)
+			}
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("content differs")
+	}
+	whole, ranges := f.ReadCounts()
+	t.Logf("%d stripes read whole, %d shard ranges", whole, ranges)
+	// Requests of half a stripe read whole stripes from the first one on.
+	if whole != readers*per || ranges != 0 {
+		t.Errorf("read as %d whole stripes and %d shard ranges; want each of the %d stripes read whole once", whole, ranges, readers*per)
+	}
+}
