@@ -128,6 +128,19 @@ func (d *dirtyStripe) overlay(dst []byte, at int) {
 	}
 }
 
+// stage lays the stripe's first l bytes, l at most one unit, into shard 0
+// of b in the full-unit layout: the handle's bytes, zeros between its
+// ranges (nothing committed lies under them: a new stripe, or one the
+// handle wrote whole). That is what fillShards puts there from a flat
+// copy of the stripe, without the copy.
+func (d *dirtyStripe) stage(b *stripeBuf, l int) {
+	sh := b.shard(0, b.unit)[:l]
+	if !d.covers(l) {
+		clear(sh)
+	}
+	d.overlay(sh, 0)
+}
+
 // addSpan inserts s into sorted, merged spans.
 func addSpan(spans []span, s span) []span {
 	out := spans[:0:0]

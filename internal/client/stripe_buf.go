@@ -68,6 +68,15 @@ func (b *stripeBuf) relayout(k, l, s int) {
 		}
 		return
 	}
+	if k == 1 {
+		// One data shard (a small file's mirror): its bytes move within
+		// the buffer (not at all when both shard sizes have the same
+		// header size), with no copy through a flat buffer.
+		sh := b.shard(0, s)
+		n := copy(sh, b.shard(0, b.unit)[:l])
+		clear(sh[n:])
+		return
+	}
 	flat := make([]byte, l)
 	for i, off := 0, 0; off < l; i++ {
 		n := copy(flat[off:], b.shard(i, b.unit))

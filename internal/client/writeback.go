@@ -333,6 +333,13 @@ func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64, cur ma
 // content of old (with its extents) if the handle did not write it whole,
 // with d's bytes over it.
 func (f *File) mergeOne(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, d *dirtyStripe, old meta.StripeRec, had bool, l int, b *stripeBuf) (meta.StripeCommit, error) {
+	if (!had || d.covers(l)) && l <= b.unit {
+		// Nothing committed to read (a new file, or one the handle
+		// wrote whole) and every byte in shard 0: no flat copy.
+		d.stage(b, l)
+		rec, err := f.c.writeStripe(ctx, lay, ino, s, old.Gen, b, l)
+		return meta.StripeCommit{Rec: rec, OldGen: old.Gen, Deltas: meta.FoldAll}, err
+	}
 	flat := make([]byte, l)
 	deltas := meta.FoldAll // written whole: replaces any extents
 	if had && !d.covers(l) {
