@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync/atomic"
 )
 
 // connTx is the lingering transaction's hold on the write connection:
@@ -14,34 +15,64 @@ import (
 // read from SQLite's page cache; a query on a sql.Conn with a context that
 // is never cancelled starts none. The lingering transaction's statements
 // run with such a context anyway (linger.go), so nothing is lost.
+//
+// The statements every update runs without arguments (SAVEPOINT, RELEASE)
+// are prepared once per transaction too (execFixed): SQLite compiles a
+// statement run from its text on every call, which cost as much as the
+// puts of a create.
 type connTx struct {
-	conn  *sql.Conn
-	stmts []*sql.Stmt // prepared on conn, closed at the end
+	conn     *sql.Conn
+	stmts    []*sql.Stmt          // prepared on conn, closed at the end
+	fixed    map[string]*sql.Stmt // execFixed's, among stmts
+	compiled *atomic.Uint64       // counts statements compiled: prepared or run from text
 }
 
 // beginConn takes the write connection of db and begins a transaction on
 // it (BEGIN IMMEDIATE, as the driver's _txlock=immediate would).
-func beginConn(db *sql.DB) (*connTx, error) {
+// Statements compiled are counted in compiled.
+func beginConn(db *sql.DB, compiled *atomic.Uint64) (*connTx, error) {
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+	c := &connTx{conn: conn, compiled: compiled}
+	if err := c.exec(`BEGIN IMMEDIATE`); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	return &connTx{conn: conn}, nil
+	return c, nil
 }
 
-// exec runs a statement without arguments (SAVEPOINT, RELEASE ...).
+// exec runs a statement without arguments from its text (BEGIN, COMMIT,
+// ROLLBACK: once per transaction).
 func (c *connTx) exec(q string) error {
+	c.compiled.Add(1)
 	_, err := c.conn.ExecContext(context.Background(), q)
+	return err
+}
+
+// execFixed runs a statement without arguments that the transaction runs
+// for each update (SAVEPOINT u, RELEASE u, ROLLBACK TO u), prepared on first use.
+func (c *connTx) execFixed(q string) error {
+	s := c.fixed[q]
+	if s == nil {
+		var err error
+		if s, err = c.prepare(q); err != nil {
+			return err
+		}
+		if c.fixed == nil {
+			c.fixed = map[string]*sql.Stmt{}
+		}
+		c.fixed[q] = s
+	}
+	_, err := s.ExecContext(context.Background())
 	return err
 }
 
 // prepare prepares q on the transaction's connection.
 func (c *connTx) prepare(q string) (*sql.Stmt, error) {
+	c.compiled.Add(1)
 	s, err := c.conn.PrepareContext(context.Background(), q)
 	if err == nil {
 		c.stmts = append(c.stmts, s)
@@ -70,6 +101,6 @@ func (c *connTx) close() error {
 	for _, s := range c.stmts {
 		errs = append(errs, s.Close())
 	}
-	c.stmts = nil
+	c.stmts, c.fixed = nil, nil
 	return errors.Join(append(errs, c.conn.Close())...)
 }

@@ -80,7 +80,7 @@ func (e *Engine) lingerFire() {
 
 // beginLinger opens the lingering transaction.
 func (e *Engine) beginLinger() error {
-	ct, err := beginConn(e.wdb)
+	ct, err := beginConn(e.wdb, &e.compiled)
 	if err != nil {
 		return fmt.Errorf("sqlite begin: %w", err)
 	}
@@ -175,18 +175,18 @@ func (e *Engine) runLingerOne(r *request) {
 		t.write = true
 		e.fillReads(t)
 	} else {
-		if err := t.ct.exec(`SAVEPOINT u`); err != nil {
+		if err := t.ct.execFixed(`SAVEPOINT u`); err != nil {
 			r.err = e.abortLinger(fmt.Errorf("sqlite savepoint: %w", err))
 			return
 		}
 		r.panic, r.err = run(r.fn, t)
 		if r.err != nil || r.panic != nil {
-			if err := t.ct.exec(`ROLLBACK TO u`); err != nil {
+			if err := t.ct.execFixed(`ROLLBACK TO u`); err != nil {
 				r.err = e.abortLinger(fmt.Errorf("sqlite rollback to savepoint: %w", err))
 				return
 			}
 		}
-		if err := t.ct.exec(`RELEASE u`); err != nil {
+		if err := t.ct.execFixed(`RELEASE u`); err != nil {
 			r.err = e.abortLinger(fmt.Errorf("sqlite release savepoint: %w", err))
 			return
 		}

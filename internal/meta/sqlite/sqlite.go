@@ -40,6 +40,7 @@ type Engine struct {
 	close    sync.Once
 
 	batches, updates atomic.Uint64 // group-commit statistics
+	compiled         atomic.Uint64 // statements the lingering transactions compiled
 
 	linger       time.Duration         // Options.Linger (linger.go)
 	lg           lingerState           // the lingering transaction, owned by the leader
@@ -398,11 +399,14 @@ func (e *Engine) lead(once bool) {
 type Stats struct {
 	Batches uint64 // SQLite transactions committed (one fsync each)
 	Updates uint64 // Update calls run in them
+	// Compiled counts the SQL statements the lingering transactions
+	// (Options.Linger) compiled: prepared, or run from their text.
+	Compiled uint64
 }
 
 // Stats returns the group-commit counters since Open.
 func (e *Engine) Stats() Stats {
-	return Stats{Batches: e.batches.Load(), Updates: e.updates.Load()}
+	return Stats{Batches: e.batches.Load(), Updates: e.updates.Load(), Compiled: e.compiled.Load()}
 }
 
 func (e *Engine) runBatch(batch []*request) {
