@@ -24,6 +24,7 @@ type labCluster struct {
 	db          string
 	storage     []*daemon
 	mounts      []string
+	mountd      []*daemon // the mount processes, by client
 	metaArgs    []string
 	metaSrv     *daemon
 }
@@ -87,7 +88,7 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = exec.Command("fusermount3", "-u", "-z", mnt).Run() })
-		startDaemon(t, h, "mount "+h.Name, "poolfs mounted on", "-c", c.dir(h.Name), "mount", mnt)
+		c.mountd = append(c.mountd, startDaemon(t, h, "mount "+h.Name, "poolfs mounted on", "-c", c.dir(h.Name), "mount", mnt))
 		c.mounts = append(c.mounts, mnt)
 	}
 	return c

@@ -104,6 +104,15 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	errs := stripeio.WriteFragments(wctx, c.progressDrives(stripeio.OnMap(c.drives, m)), st, targets, frags)
 	gone := targetDown(wctx)
 	stop()
+	for i, err := range errs {
+		if errors.Is(err, rpc.ErrUnavailable) {
+			// Not answering this client (reported already by the
+			// drives the client gets): if the map keeps it up, the
+			// stripe's next placement goes around its server all
+			// the same (unreachable.go).
+			c.unreachable(m, set[i], false)
+		}
+	}
 	if err := errors.Join(append(errs, gone)...); err != nil {
 		c.deleteFragments(m, ino, rec, errs)
 		if errors.Is(err, chunkstore.ErrFull) {

@@ -19,7 +19,9 @@ import (
 // Nothing refuses or resets the connection, so a fragment write to such
 // a server would wait for ever. The client tells one apart by progress:
 // a drive with a fragment write pending on which no write has completed
-// for Options.UnreachableAfter is unreachable. Then:
+// for Options.UnreachableAfter is unreachable, and so is one whose write
+// failed as unreachable (rpc.ErrUnavailable: a dial or handshake that
+// timed out) while the map keeps it up. Then:
 //
 //   - the stripe write that waits for it is given up (write_watch.go) and
 //     placed again on a view of the map in which every drive of that
@@ -156,16 +158,17 @@ func avoidKey(d *clustermap.Drive) string {
 }
 
 // unreachable marks the server of drive id unreachable from this client:
-// it is avoided for Options.AvoidFor and reported.
-func (c *Client) unreachable(m *clustermap.Map, id placement.DriveID) {
+// it is avoided for Options.AvoidFor and, if report, reported. A drive the
+// map says is not up is left alone: placement goes around it already.
+func (c *Client) unreachable(m *clustermap.Map, id placement.DriveID, report bool) {
 	d, err := m.Drive(id)
-	if err != nil {
+	if err != nil || d.State != clustermap.StateUp {
 		return
 	}
 	c.unreach.avoidServer(avoidKey(d), time.Now().Add(c.opts.AvoidFor))
 	c.log.Warn("drive does not answer this client; its server is avoided",
 		"drive", id.String(), "server", d.Server, "for", c.opts.AvoidFor.String())
-	if c.opts.OnUnreachable != nil {
+	if report && c.opts.OnUnreachable != nil {
 		c.opts.OnUnreachable(id)
 	}
 }

@@ -36,7 +36,7 @@ func (c *Client) watchTargets(ctx context.Context, wm *clustermap.Map, drives []
 			return
 		}
 		if id, ok := c.unreach.stuck(drives, c.opts.UnreachableAfter, time.Now()); ok {
-			c.unreachable(wm, id)
+			c.unreachable(wm, id, true)
 			cancel(fmt.Errorf("%w: drive %v made no progress for %v", errUnreachable, id, c.opts.UnreachableAfter))
 			return
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
@@ -11,14 +12,31 @@ import (
 )
 
 // Dialer resolves drives of a cluster map to remote drives, keeping one
-// RPC client (a pool of connections) per storage server address.
+// RPC client (a pool of connections) per storage server address. A dial
+// runs without the dialer's lock, so a server whose dial hangs (its
+// packets vanish: up to the handshake timeout) holds up only the callers
+// of that server; its failure is remembered for dialRetry, during which
+// they fail at once.
 type Dialer struct {
 	secret []byte
 	opts   rpc.ClientOptions
 	mu     struct {
 		sync.Mutex
 		clients map[string]*rpc.Client
+		dialing map[string]*dialing // dials in flight or failed lately, by address
 	}
+}
+
+// dialRetry is how long a failed dial of an address is answered with its
+// error before the address is dialled again.
+const dialRetry = 2 * time.Second
+
+// dialing is a dial of one address: done is closed when it ends, with err
+// set if it failed (at failed).
+type dialing struct {
+	done   chan struct{}
+	err    error
+	failed time.Time
 }
 
 // NewDialer returns a dialer authenticating with the cluster secret.
@@ -28,6 +46,7 @@ func NewDialer(secret []byte, opts rpc.ClientOptions) *Dialer {
 	}
 	d := &Dialer{secret: secret, opts: opts}
 	d.mu.clients = map[string]*rpc.Client{}
+	d.mu.dialing = map[string]*dialing{}
 	return d
 }
 
@@ -46,16 +65,50 @@ func (d *Dialer) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Driv
 
 func (d *Dialer) client(addr string) (*rpc.Client, error) {
 	d.mu.Lock()
+	if c := d.mu.clients[addr]; c != nil {
+		d.mu.Unlock()
+		return c, nil
+	}
+	if g := d.mu.dialing[addr]; g != nil {
+		d.mu.Unlock()
+		<-g.done
+		if g.err == nil || time.Since(g.failed) < dialRetry {
+			return d.clientAfter(addr, g)
+		}
+		d.mu.Lock()
+		if d.mu.dialing[addr] == g {
+			delete(d.mu.dialing, addr)
+		}
+		d.mu.Unlock()
+		return d.client(addr)
+	}
+	g := &dialing{done: make(chan struct{})}
+	d.mu.dialing[addr] = g
+	d.mu.Unlock()
+	c, err := rpc.Dial(addr, d.secret, d.opts)
+	d.mu.Lock()
+	if err == nil {
+		d.mu.clients[addr] = c
+		delete(d.mu.dialing, addr)
+	} else {
+		g.err, g.failed = err, time.Now()
+	}
+	d.mu.Unlock()
+	close(g.done)
+	return c, err
+}
+
+// clientAfter is the outcome of dial g of addr, which has ended.
+func (d *Dialer) clientAfter(addr string, g *dialing) (*rpc.Client, error) {
+	if g.err != nil {
+		return nil, g.err
+	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	if c := d.mu.clients[addr]; c != nil {
 		return c, nil
 	}
-	c, err := rpc.Dial(addr, d.secret, d.opts)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.clients[addr] = c
-	return c, nil
+	return nil, fmt.Errorf("storage: %s: %w", addr, rpc.ErrClosed)
 }
 
 // Close closes every client.
