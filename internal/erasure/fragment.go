@@ -141,6 +141,29 @@ func SealFragment(buf []byte, h Header) Header {
 	return h
 }
 
+// SealCopy seals buf as SealFragment does when its shard holds byte for
+// byte the shard of a fragment already sealed with header src (the copies
+// of a mirror, k = 1, whose parity shards are the data shard): it writes h
+// with src's block checksums instead of computing them again, and returns
+// h with CRCs set (src's slice, shared). The caller guarantees the shards
+// are equal; a read checks the copy against its checksums as any
+// fragment. It panics if h is invalid or src is of another shard size.
+func SealCopy(buf []byte, h Header, src Header) Header {
+	if err := h.Validate(); err != nil {
+		panic("erasure: SealCopy: " + err.Error())
+	}
+	S := int(h.ShardSize)
+	hs, n := HeaderSize(S), FragmentSize(S)
+	if len(buf) < n || src.ShardSize != h.ShardSize || len(src.CRCs) != numBlocks(S) {
+		panic(fmt.Sprintf("erasure: SealCopy %v: buffer of %d bytes (need %d), source shard %d with %d checksums, shard %d",
+			h.Key, len(buf), n, src.ShardSize, len(src.CRCs), S))
+	}
+	h.CRCs = src.CRCs
+	clear(buf[hs+S : n])
+	putHeader(buf[:hs], &h)
+	return h
+}
+
 // putHeader writes h (with len(h.CRCs) == numBlocks(S)) into b, which is
 // exactly HeaderSize(S) long, padding included.
 func putHeader(b []byte, h *Header) {

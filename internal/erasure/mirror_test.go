@@ -52,3 +52,53 @@ func TestMirrorIsCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestSealCopy: sealing a mirror's copy with the checksums of the sealed
+// first copy gives byte for byte the fragment SealFragment gives (only the
+// header's index differs from the first copy's), allocates nothing, and
+// refuses a source of another shard size.
+func TestSealCopy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 2))
+	for _, size := range []int{1, 4096, 10000, 64 << 10} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			shard := make([]byte, size)
+			for i := range shard {
+				shard[i] = byte(rng.Uint32())
+			}
+			hdr := func(i int) Header {
+				return Header{Key: FragmentKey{Ino: 7, Stripe: 0, Gen: 3, Index: uint8(i)}, K: 1, M: 2, Pool: 1,
+					StripeLen: uint32(size), ShardSize: uint32(size)}
+			}
+			frag := func() []byte {
+				b := AlignedBuffer(FragmentSize(size))
+				for i := range b {
+					b[i] = 0xee // what a pooled buffer held before
+				}
+				copy(FragmentShard(b, size), shard)
+				return b
+			}
+			first, copied, want := frag(), frag(), frag()
+			src := SealFragment(first, hdr(0))
+			SealFragment(want, hdr(2))
+			var got Header
+			if allocs := testing.AllocsPerRun(3, func() { got = SealCopy(copied, hdr(2), src) }); allocs != 0 {
+				t.Errorf("SealCopy allocated %.0f times, want none", allocs)
+			}
+			if !bytes.Equal(copied, want) {
+				t.Fatal("SealCopy's fragment differs from SealFragment's")
+			}
+			h, data, err := DecodeFragment(copied)
+			if err != nil || h.Key != hdr(2).Key || !bytes.Equal(data, shard) || len(got.CRCs) != len(src.CRCs) {
+				t.Fatalf("decode of the copy: %v, key %v, data equal %v", err, h.Key, bytes.Equal(data, shard))
+			}
+			defer func() {
+				if recover() == nil {
+					t.Error("SealCopy with a source of another shard size did not panic")
+				}
+			}()
+			other := hdr(1)
+			other.ShardSize, other.StripeLen = uint32(size+4096), uint32(size+4096)
+			SealCopy(AlignedBuffer(FragmentSize(size+4096)), other, src)
+		})
+	}
+}

@@ -107,7 +107,10 @@ type Loc struct {
 // targets[j].Drive, all in parallel, and returns one error per target (nil
 // for those written). Each frags[j] must hold the shard where
 // erasure.FragmentShard puts it and FragmentSize bytes at least: it is
-// sealed (header and checksums) in place before it is written.
+// sealed (header and checksums) in place before it is written. The
+// fragments of a mirror (st.K == 1) must hold the same shard, as the
+// encoding of one data shard makes them: their checksums are computed
+// once (erasure.SealCopy).
 //
 // Fragments of at most inlineWrite bytes bound for drives served in
 // process (chunkstore.InProcess) are written in the calling goroutine,
@@ -135,10 +138,18 @@ func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc, f
 	var wg sync.WaitGroup
 	var inline []int
 	ds := make([]Drive, len(targets))
-	local := true // every drive resolved so far is served in process
+	local := true            // every drive resolved so far is served in process
+	var first erasure.Header // a mirror's first fragment, once sealed
 	for j, t := range targets {
 		frag := frags[j][:st.FragmentSize()]
-		erasure.SealFragment(frag, st.Header(t.Index))
+		switch {
+		case st.K == 1 && first.CRCs != nil:
+			erasure.SealCopy(frag, st.Header(t.Index), first)
+		case st.K == 1:
+			first = erasure.SealFragment(frag, st.Header(t.Index))
+		default:
+			erasure.SealFragment(frag, st.Header(t.Index))
+		}
 		if local && len(frag) <= inlineWrite {
 			d, ok := resolve(j)
 			if ok && chunkstore.IsInProcess(d) {
