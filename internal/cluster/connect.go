@@ -44,7 +44,7 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		mclose()
 		return nil, fmt.Errorf("cluster: connect to the metadata service: %w", err)
 	}
-	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
+	dialer := storage.NewClientDialer(secret)
 	c := &Conn{Info: info, Mgmt: mc, Meta: metarpc.NewClient(metaRC)}
 	c.closers = append(c.closers, dialer.Close, mclose, metaRC.Close)
 	// Read repairs are counted by the management service, in batches.

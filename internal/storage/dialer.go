@@ -50,6 +50,24 @@ func NewDialer(secret []byte, opts rpc.ClientOptions) *Dialer {
 	return d
 }
 
+// ClientCallsPerServer is how many calls a client (a mount, a bench task)
+// has in flight to one storage server at most; more wait their turn.
+// Every call in flight is a TCP connection of its own (package rpc), and
+// the connections of all clients writing to a server converge on its one
+// link: with dozens per client, their minimum windows together overflow
+// the buffer of the switch port in front of the server, every connection
+// loses packets all the time, and lost retransmissions wait for TCP's
+// retransmission timeout, doubled each time: writes stall for seconds.
+// Eight keeps four drives of a server busy with two fragments each, as
+// Lustre's clients keep eight RPCs in flight per storage target.
+const ClientCallsPerServer = 8
+
+// NewClientDialer returns the dialer of a client's data path: at most
+// ClientCallsPerServer calls in flight to each storage server.
+func NewClientDialer(secret []byte) *Dialer {
+	return NewDialer(secret, rpc.ClientOptions{MaxConns: ClientCallsPerServer})
+}
+
 // Drive returns drive id of map m.
 func (d *Dialer) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
 	addr, err := m.ServerAddr(id)

@@ -2,12 +2,15 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 )
@@ -79,5 +82,70 @@ func TestDialerHungServerHoldsUpOnlyItself(t *testing.T) {
 	case <-accepted:
 		t.Error("the hung server was dialled twice for two callers at once")
 	default:
+	}
+}
+
+// TestClientDialerBoundsCallsPerServer writes many fragments at once
+// through a client's dialer to one server whose writes hang until
+// released: at most ClientCallsPerServer reach the server at a time, the
+// others wait, and all complete once the server answers.
+func TestClientDialerBoundsCallsPerServer(t *testing.T) {
+	secret := bytes.Repeat([]byte("s"), 32)
+	var mu sync.Mutex
+	cur, most := 0, 0
+	arrived := make(chan struct{}, 64)
+	release := make(chan struct{})
+	srv := rpc.NewServer(secret, rpc.ServerOptions{Errors: Errors()})
+	srv.Handle("storage.Write", func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
+		mu.Lock()
+		cur++
+		most = max(most, cur)
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-release
+		mu.Lock()
+		cur--
+		mu.Unlock()
+		return &rpc.Response{}, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	d := NewClientDialer(secret)
+	t.Cleanup(func() { d.Close() })
+	c, err := d.client(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drive := NewRemoteDrive(c, 0)
+	const writes = 3 * ClientCallsPerServer
+	errs := make(chan error, writes)
+	for i := range writes {
+		go func() {
+			key := erasure.FragmentKey{Ino: 1, Stripe: uint64(i), Gen: 1}
+			errs <- drive.WriteFragment(context.Background(), key, make([]byte, 4096))
+		}()
+	}
+	for range ClientCallsPerServer {
+		<-arrived
+	}
+	// A write past the bound would arrive now, if the dialer let it.
+	select {
+	case <-arrived:
+		t.Errorf("more than %d writes reached the server at once", ClientCallsPerServer)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	for range writes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most > ClientCallsPerServer {
+		t.Errorf("%d writes in flight at once, want at most %d", most, ClientCallsPerServer)
 	}
 }
