@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/klauspost/reedsolomon"
 )
 
 // TestMirrorIsCopies: a stripe with one data shard is a mirror. Every
@@ -100,5 +102,52 @@ func TestSealCopy(t *testing.T) {
 			other.ShardSize, other.StripeLen = uint32(size+4096), uint32(size+4096)
 			SealCopy(AlignedBuffer(FragmentSize(size+4096)), other, src)
 		})
+	}
+}
+
+// TestMirrorEncodeCopies: a mirror's Encode gives the parity shards the
+// Reed-Solomon library gives for k = 1 (which Reconstruct decodes), copies
+// of the data shard, without the goroutines the library starts for a
+// shard of a few KiB (no allocation).
+func TestMirrorEncodeCopies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 3))
+	for m := 1; m <= 4; m++ {
+		for _, size := range []int{4096, 16 << 10, 64 << 10} {
+			t.Run(fmt.Sprintf("1+%d/%d", m, size), func(t *testing.T) {
+				cd, err := NewCodec(1, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lib, err := reedsolomon.New(1, m, codecOptions()...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data := make([]byte, size)
+				for i := range data {
+					data[i] = byte(rng.Uint32())
+				}
+				ours, theirs := make([][]byte, 1+m), make([][]byte, 1+m)
+				ours[0], theirs[0] = bytes.Clone(data), bytes.Clone(data)
+				for i := 1; i <= m; i++ {
+					ours[i], theirs[i] = make([]byte, size), make([]byte, size)
+				}
+				if err := lib.Encode(theirs); err != nil {
+					t.Fatal(err)
+				}
+				allocs := testing.AllocsPerRun(5, func() {
+					if err := cd.Encode(ours); err != nil {
+						t.Fatal(err)
+					}
+				})
+				for i := range ours {
+					if !bytes.Equal(ours[i], theirs[i]) {
+						t.Fatalf("shard %d differs from the library's", i)
+					}
+				}
+				if allocs != 0 {
+					t.Errorf("Encode allocated %.0f times, want none", allocs)
+				}
+			})
+		}
 	}
 }
