@@ -11,15 +11,19 @@
 // leader's fence, checked in the transaction of each map write, and loads
 // the map as stored. Leaders is the caller of clients given several
 // addresses: it follows the leader and waits out a failover. A service
-// that is never told to Follow leads (`poolfs up`).
+// that is never told to Follow leads (`poolfs up`). Jobs under way are
+// kept in the store for the next leader: a rebuild run (rebuild_runs.go)
+// and a scrub pass with its progress by placement group
+// (scrub_runs.go), which the next coordinator resumes where it stopped.
 //
 // Failure detection (grace.go, report.go). A drive that answers with I/O
 // errors, or whose directory vanished, is failed at once. A drive that does
 // not answer (its storage server unreachable, the drive offline) is only
 // marked down: CheckDrives probes every up and down drive through the
 // storage RPC each health interval, and clients report a drive that failed
-// them (ReportingDrives), which the service verifies with its own probe
-// before acting. A down drive that answers again is marked up and the
+// them (ReportingDrives, client.Options.OnUnreachable), which the
+// service verifies with its own probe before acting: one client's
+// partition from a server never takes a server the service reaches down. A down drive that answers again is marked up and the
 // coordinator copies back the stripes written while it was away; one still
 // down after its pool's grace (pool set down-grace, default 10 minutes) is
 // failed and rebuilt. Every change is a map epoch and an event (drive.down,

@@ -23,7 +23,8 @@ import (
 // pass ran). It is the only goroutine that executes recovery tasks.
 func (s *Service) RunCoordinator(ctx context.Context, interval time.Duration) {
 	co := s.coord()
-	defer s.StopScrub() // a scrub runs no longer than the coordinator
+	defer s.haltScrub() // a scrub runs no longer than the coordinator; the next one carries it on
+	s.resumeScrub(ctx)
 	s.kickRebuild()
 	t := time.NewTicker(interval)
 	defer t.Stop()

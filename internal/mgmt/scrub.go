@@ -57,6 +57,7 @@ type scrubber struct {
 		st     ScrubStatus
 		cancel context.CancelFunc // of the running pass, nil if none
 		done   chan struct{}      // closed when the running pass ends
+		halted bool               // the pass was ended by haltScrub
 	}
 }
 
@@ -89,20 +90,35 @@ func (s *Service) StartScrub(ctx context.Context, pool string) error {
 			return err
 		}
 	}
+	return s.startScrub(ctx, p, nil)
+}
+
+// startScrub starts a pass over pool p, or carries on the one resume
+// records (scrub_runs.go).
+func (s *Service) startScrub(ctx context.Context, p *clustermap.Pool, resume *scrubRecord) error {
 	sc := s.scrub()
 	sc.mu.Lock()
 	if sc.mu.cancel != nil {
 		sc.mu.Unlock()
 		return ErrScrubRunning
 	}
+	rec := scrubRecord{Pool: p.Name, Started: time.Now().UnixNano()}
+	if resume != nil {
+		rec = *resume
+	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	sc.mu.cancel, sc.mu.done = cancel, make(chan struct{})
-	sc.mu.st = ScrubStatus{Active: true, Pool: p.Name, Started: time.Now().UnixNano()}
+	sc.mu.cancel, sc.mu.done, sc.mu.halted = cancel, make(chan struct{}), false
+	sc.mu.st = ScrubStatus{Active: true, Pool: p.Name, Started: rec.Started}
+	rec.scrubCounts.status(&sc.mu.st)
 	done := sc.mu.done
 	sc.mu.Unlock()
+	if resume == nil {
+		s.saveScrub(ctx, p.ID, rec, false)
+	}
+	pid := p.ID
 	go func() {
 		defer close(done)
-		err := s.runScrub(rctx, p.ID)
+		err := s.runScrub(rctx, pid, rec)
 		sc.mu.Lock()
 		st := &sc.mu.st
 		st.Active, st.Finished = false, time.Now().UnixNano()
@@ -110,10 +126,15 @@ func (s *Service) StartScrub(ctx context.Context, pool string) error {
 			st.LastError = err.Error()
 		}
 		sc.mu.cancel = nil
+		halted := sc.mu.halted
 		summary := scrubSummary(st)
 		took := time.Duration(st.Finished - st.Started)
 		sc.mu.Unlock() // a new scrub may reset sc.mu.st from here on
 		cancel()
+		if halted {
+			return // its record stays: the next coordinator carries it on
+		}
+		s.saveScrub(context.Background(), pid, scrubRecord{}, true)
 		s.event(context.Background(), EventScrubDone, "pool/"+p.Name, summary, took)
 	}()
 	return nil
@@ -147,6 +168,23 @@ func (s *Service) StopScrub() {
 	}
 }
 
+// haltScrub ends the running pass, if any, as its coordinator ends, and
+// waits for it: unlike StopScrub it keeps the pass's record, so the
+// coordinator that runs next carries it on (scrub_runs.go).
+func (s *Service) haltScrub() {
+	sc := s.scrub()
+	sc.mu.Lock()
+	cancel, done := sc.mu.cancel, sc.mu.done
+	if cancel != nil {
+		sc.mu.halted = true
+	}
+	sc.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
 // Scrub returns the status of the running or last pass.
 func (s *Service) Scrub() ScrubStatus {
 	sc := s.scrub()
@@ -164,9 +202,10 @@ func (s *Service) Scrub() ScrubStatus {
 	return st
 }
 
-// runScrub checks every stripe of pool pid, with the stripes in flight
-// bounded by the pool's rebuild priority (re-read as the pass runs).
-func (s *Service) runScrub(ctx context.Context, pid uint32) error {
+// runScrub checks every stripe of pool pid in the PGs from rec.NextPG on,
+// with the stripes in flight bounded by the pool's rebuild priority
+// (re-read as the pass runs), recording its progress (scrub_runs.go).
+func (s *Service) runScrub(ctx context.Context, pid uint32, rec scrubRecord) error {
 	m, err := s.Map(ctx)
 	if err != nil {
 		return err
@@ -179,11 +218,55 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 	if err != nil {
 		return err
 	}
+	if rec.NextPG > 0 {
+		from := 0
+		for from < len(stripes) && stripes[from].PG < rec.NextPG {
+			from++
+		}
+		stripes, recs = stripes[from:], recs[from:]
+	}
 	sc := s.scrub()
 	sc.mu.Lock()
-	sc.mu.st.Stripes = len(stripes)
+	sc.mu.st.Stripes = rec.Checked + len(stripes)
 	sc.mu.Unlock()
-	s.event(ctx, EventScrubStart, "pool/"+pool.Name, fmt.Sprintf("epoch %d: %d stripes to check", m.Epoch, len(stripes)), 0)
+	if rec.NextPG == 0 {
+		s.event(ctx, EventScrubStart, "pool/"+pool.Name, fmt.Sprintf("epoch %d: %d stripes to check", m.Epoch, len(stripes)), 0)
+	} else {
+		s.event(ctx, EventScrubStart, "pool/"+pool.Name, fmt.Sprintf("epoch %d: resumed at PG %d of %d: %d stripes left to check", m.Epoch, rec.NextPG, pool.PGs, len(stripes)), 0)
+	}
+	prog := &scrubProgress{stripes: stripes, results: make([]scrubResult, len(stripes)), done: make([]bool, len(stripes)),
+		committed: rec.scrubCounts}
+	var pmu sync.Mutex // guards prog
+	saved := rec
+	checkpoint := func(ctx context.Context) {
+		pmu.Lock()
+		r := prog.record(rec, pool.PGs)
+		pmu.Unlock()
+		if r != saved {
+			s.saveScrub(ctx, pid, r, false)
+			saved = r
+		}
+	}
+	stopCheckpoints := make(chan struct{})
+	checkpoints := make(chan struct{})
+	go func() {
+		defer close(checkpoints)
+		t := time.NewTicker(scrubCheckpoint)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopCheckpoints:
+				return
+			case <-t.C:
+				checkpoint(ctx)
+			}
+		}
+	}()
+	defer func() {
+		close(stopCheckpoints)
+		<-checkpoints
+		checkpoint(context.WithoutCancel(ctx)) // what a halted pass resumes from
+	}()
 	if _, err := sc.codecs.Get(pool.K, pool.M); err != nil {
 		return err
 	}
@@ -238,6 +321,11 @@ func (s *Service) runScrub(ctx context.Context, pid uint32) error {
 		go func() {
 			defer wg.Done()
 			r := s.scrubStripe(ctx, &sc.codecs, pool, stripes[i], recs[i])
+			if ctx.Err() == nil { // a check cut short is done again on resumption
+				pmu.Lock()
+				prog.checked(i, r)
+				pmu.Unlock()
+			}
 			sc.mu.Lock()
 			st := &sc.mu.st
 			st.Checked++
