@@ -24,7 +24,19 @@ import (
 // where n drives share new stripes (placement balances fragment slots
 // within ±10%: balanceMargin), F is the fragment of a full stripe unit
 // (header included), and U/F converts the fragment bytes drives count to
-// the shard bytes the store counts. A drive that cannot take one more
+// the shard bytes the store counts. "used" is not only the committed
+// bytes: fragments written but not yet committed (a writer's stripes in
+// flight) already take room on the drives, and will count as used when
+// their commit comes, so counting them once in the room and again at their
+// commit would refuse commits of fragments the drives had accepted (false
+// "pool full" near the end of a nearly full pool whenever commits lag
+// writes). So used = max(committed, (taken − queued garbage) × U/F), where
+// taken is the fragment bytes the answering drives hold and queued garbage
+// the fragments of the collector's queue on them (scanned when the queue is
+// short; with a long one, committed alone, which only errs low). Fragments
+// a failed writer left behind count as used until the collector finds
+// them; the drives' own write limits, which the storage servers enforce,
+// bound what any error here could admit. A drive that cannot take one more
 // full fragment would refuse a part of every stripe placed on it, so the
 // pool counts as full from then on (writes fail at write(2), before their
 // bytes are accepted), not only once the mean is used up. Space not
@@ -61,14 +73,30 @@ func (s *Service) updatePoolLimit(ctx context.Context, m *clustermap.Map, p *clu
 	if err != nil {
 		return err
 	}
-	room, ok := s.driveRoom(ctx, m, p, limits)
+	// The queue first, then the drives: garbage the collector deletes in
+	// between is then subtracted though no longer taken, which errs low.
+	garbage, known, err := s.queuedGarbage(ctx, m, p.ID)
+	if err != nil {
+		return err
+	}
+	ds := s.driveRoom(ctx, m, p, limits)
 	used, cur, err := s.store.PoolUsage(ctx, p.ID)
 	if err != nil {
 		return err
 	}
 	want := uint64(capa.UsableRaw)
-	if ok {
-		want = min(want, used+uint64(room))
+	if ds.ok {
+		base := used
+		if known {
+			var g int64
+			for id, b := range garbage {
+				if ds.answered[id] {
+					g += b
+				}
+			}
+			base = max(base, uint64(max(float64(ds.taken-g)*ds.perFrag, 0)))
+		}
+		want = min(want, base+uint64(ds.room))
 	}
 	want = max(want, 1) // 0 would mean no limit
 	// A tighter limit is stored at once; a looser one only when it moved
@@ -80,15 +108,49 @@ func (s *Service) updatePoolLimit(ctx context.Context, m *clustermap.Map, p *clu
 	return s.store.SetPoolLimit(ctx, p.ID, want)
 }
 
-// driveRoom returns how many more shard bytes the pool can take before its
-// first up drive reaches its client write limit; ok is false if no drive
-// answered.
-func (s *Service) driveRoom(ctx context.Context, m *clustermap.Map, p *clustermap.Pool, limits map[placement.DriveID]int64) (room int64, ok bool) {
+// maxGarbageScan bounds the collector queue items UpdatePoolLimits reads
+// to learn the garbage on the drives; with more queued, it counts none.
+const maxGarbageScan = 4096
+
+// queuedGarbage returns the fragment bytes of the collector's queue per
+// drive of pool; known is false when the queue is longer than
+// maxGarbageScan.
+func (s *Service) queuedGarbage(ctx context.Context, m *clustermap.Map, pool uint32) (map[placement.DriveID]int64, bool, error) {
+	items, err := s.store.GCList(ctx, maxGarbageScan+1)
+	if err != nil || len(items) > maxGarbageScan {
+		return nil, false, err
+	}
+	out := map[placement.DriveID]int64{}
+	for _, it := range items {
+		frag := int64(erasure.FragmentSize(int(it.ShardSize)))
+		for _, id := range it.Drives {
+			if d, err := m.Drive(placement.DriveID(id)); err == nil && d.Pool == pool {
+				out[placement.DriveID(id)] += frag
+			}
+		}
+	}
+	return out, true, nil
+}
+
+// poolRoom is what the up drives of a pool said about their space.
+type poolRoom struct {
+	room     int64                      // shard bytes the pool can take before its first up drive is at its limit
+	taken    int64                      // fragment bytes the answering drives hold
+	answered map[placement.DriveID]bool // drives that answered
+	perFrag  float64                    // shard bytes per fragment byte of a full unit
+	ok       bool                       // some drive answered
+}
+
+// driveRoom asks every up drive of pool p for its usage: room is how many
+// more shard bytes the pool can take before its first up drive reaches its
+// client write limit; ok is false if no drive answered.
+func (s *Service) driveRoom(ctx context.Context, m *clustermap.Map, p *clustermap.Pool, limits map[placement.DriveID]int64) poolRoom {
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
 		minRoom int64 = -1
 		up      int64
+		ds      = poolRoom{answered: map[placement.DriveID]bool{}}
 	)
 	for _, id := range p.Drives {
 		d, err := m.Drive(id)
@@ -114,14 +176,18 @@ func (s *Service) driveRoom(ctx context.Context, m *clustermap.Map, p *clusterma
 			if minRoom < 0 || r < minRoom {
 				minRoom = r
 			}
+			ds.taken += u.Used
+			ds.answered[id] = true
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	if minRoom < 0 {
-		return 0, false
+		return ds
 	}
 	frag := int64(erasure.FragmentSize(int(p.Unit)))
-	perFrag := float64(p.Unit) / float64(frag)
-	return int64(float64(max(minRoom-frag, 0)) * float64(up) / balanceMargin * perFrag), true
+	ds.perFrag = float64(p.Unit) / float64(frag)
+	ds.room = int64(float64(max(minRoom-frag, 0)) * float64(up) / balanceMargin * ds.perFrag)
+	ds.ok = true
+	return ds
 }
