@@ -18,7 +18,7 @@ func clusterCmd(g *globals) *cobra.Command {
 		Use:   "cluster",
 		Short: "Make a cluster of several machines, join machines to it, make its first pool",
 	}
-	cmd.AddCommand(clusterCreateCmd(g), clusterTokenCmd(g), clusterJoinCmd(g), clusterPoolCmd(g))
+	cmd.AddCommand(clusterCreateCmd(g), clusterTokenCmd(g), clusterJoinCmd(g), clusterPoolCmd(g), clusterRevokeCmd(g))
 	return cmd
 }
 
@@ -26,13 +26,16 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 	var name, mgmtAddr string
 	cmd := &cobra.Command{
 		Use:   "create",
-		Short: "Make a new cluster's directory (secret, id) and print its join token",
+		Short: "Make a new cluster's directory (secret, id, CA) and print its join tokens",
 		Long: `Make the directory (-c DIR) of a new cluster whose management service will listen
 on --mgmt, an address every machine of the cluster can reach (or several,
 comma-separated: one management service runs at each, one leads and the others
-stand by; on their machines "poolfs cluster join TOKEN" makes the directory). It prints the join
-token that storage servers, metadata servers and clients join with: the token holds
-the cluster secret, so hand it over as you would a password.`,
+stand by; on their machines "poolfs cluster join TOKEN" makes the directory). It makes
+the cluster CA (ca.key stays in DIR) and prints two join tokens: the client token
+enrols client machines only; the server token enrols storage servers, metadata and
+management services and the machines that administer the cluster. Each node makes
+its own key and gets a certificate from the management service when its first
+service starts. A token holds the cluster secret: hand it over as a password.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := cluster.Create(g.dir, name, mgmtAddr)
@@ -43,7 +46,11 @@ the cluster secret, so hand it over as you would a password.`,
 			for _, a := range cluster.MgmtAddrs(mgmtAddr) {
 				fmt.Printf("  poolfs -c %s mgmt --db postgres://... --listen %s\n", g.dir, a)
 			}
-			fmt.Printf("join token (secret: keep it like a password):\n%s\n", t)
+			ct, err := cluster.ReadToken(g.dir, "client")
+			if err != nil {
+				return err
+			}
+			fmt.Printf("join tokens (they hold the secret: keep them like passwords)\nfor clients:\n%s\nfor servers and administering machines:\n%s\n", ct, t)
 			return nil
 		},
 	}
@@ -54,12 +61,17 @@ the cluster secret, so hand it over as you would a password.`,
 }
 
 func clusterTokenCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var client bool
+	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Print the join token of the cluster of -c DIR",
+		Short: "Print the server join token of the cluster of -c DIR (--client: the client token)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := cluster.ReadToken(g.dir)
+			class := "server"
+			if client {
+				class = "client"
+			}
+			t, err := cluster.ReadToken(g.dir, class)
 			if err != nil {
 				return err
 			}
@@ -67,6 +79,8 @@ func clusterTokenCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&client, "client", false, "print the token that enrols client machines only")
+	return cmd
 }
 
 func clusterJoinCmd(g *globals) *cobra.Command {
@@ -136,4 +150,28 @@ one rack, where servers are labelled) whenever there are enough servers.`,
 	f.StringVar(&preservation, "preservation", "auto", "drives' worth of capacity kept free for rebuilds (auto: grows with the pool)")
 	f.StringVar(&layout, "layout", "declustered", "declustered, or grouped (RAID-6 style groups)")
 	return cmd
+}
+
+func clusterRevokeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke NODE",
+		Short: "Refuse every certificate of machine NODE from now on (its name: the storage server's --server, mgmt@ADDR, meta@ADDR, or a client's host name)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, secret, err := cluster.ReadInfo(g.dir)
+			if err != nil {
+				return err
+			}
+			mc, mclose, err := cluster.DialMgmt(info, secret)
+			if err != nil {
+				return err
+			}
+			defer mclose()
+			if err := mc.Revoke(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Printf("revoked %s: the management service and the storage servers refuse it within a few seconds\n", args[0])
+			return nil
+		},
+	}
 }

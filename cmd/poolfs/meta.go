@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"poolfs/internal/cluster"
+	"poolfs/internal/identity"
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/postgres"
 	"poolfs/internal/metarpc"
@@ -49,7 +50,13 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 				return err
 			}
 			defer eng.Close()
-			opts := rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()}
+			if err := cluster.EnsureIdentity(cmd.Context(), g.dir, identity.RoleMeta, "meta@"+listen); err != nil {
+				return err
+			}
+			opts, err := cluster.ServerOptions(g.dir, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()})
+			if err != nil {
+				return err
+			}
 			reg := mflag.registry("meta")
 			if reg != nil {
 				opts.Observe = metrics.NewRPC(reg).Observe

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"poolfs/internal/client"
+	"poolfs/internal/identity"
 	"poolfs/internal/metarpc"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/placement"
@@ -30,13 +31,20 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
-	mc, mclose, err := DialMgmt(info, secret)
+	if err := ensureClientIdentity(ctx, dir); err != nil {
+		return nil, err
+	}
+	cr, err := loadCreds(dir)
+	if err != nil {
+		return nil, err
+	}
+	mc, mclose, err := dialMgmt(info, secret, cr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s (is `poolfs up` running?): %w", info.Mgmt, err)
 	}
 	var metaRC *rpc.Client
 	if info.Meta == "" { // a machine that joined: the map names the metadata servers
-		metaRC, err = dialMeta(ctx, mc, secret)
+		metaRC, err = dialMeta(ctx, mc, secret, cr)
 	} else { // `poolfs up`: the metadata service shares the management service's address
 		metaRC, err = rpc.Dial(info.Meta, secret, rpc.ClientOptions{Errors: allErrors()})
 	}
@@ -44,7 +52,7 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		mclose()
 		return nil, fmt.Errorf("cluster: connect to the metadata service: %w", err)
 	}
-	dialer := storage.NewClientDialer(secret)
+	dialer := storage.NewClientDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
 	c := &Conn{Info: info, Mgmt: mc, Meta: metarpc.NewClient(metaRC)}
 	c.closers = append(c.closers, dialer.Close, mclose, metaRC.Close)
 	// Read repairs are counted by the management service, in batches.
@@ -69,7 +77,7 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 }
 
 // dialMeta connects to the first metadata server of the map that answers.
-func dialMeta(ctx context.Context, mc *mgmt.Client, secret []byte) (*rpc.Client, error) {
+func dialMeta(ctx context.Context, mc *mgmt.Client, secret []byte, cr creds) (*rpc.Client, error) {
 	m, err := mc.Map(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: read the cluster map: %w", err)
@@ -79,7 +87,7 @@ func dialMeta(ctx context.Context, mc *mgmt.Client, secret []byte) (*rpc.Client,
 	}
 	var errs []error
 	for _, addr := range m.Meta {
-		rc, err := rpc.Dial(addr, secret, rpc.ClientOptions{Errors: metarpc.Errors()})
+		rc, err := rpc.Dial(addr, secret, cr.client(rpc.ClientOptions{Errors: metarpc.Errors()}, identity.RoleMeta))
 		if err == nil {
 			return rc, nil
 		}

@@ -21,6 +21,12 @@
 //
 //	cluster.json   the management services' addresses and the cluster name
 //	secret         the cluster secret (0600): every RPC authenticates with it
+//	ca.pub         the cluster CA's public key: peers' certificates are checked
+//	               against it (identity.go; none in a `poolfs up` directory)
+//	ca.key         the CA's private key (the first host only)
+//	enroll-server, enroll-client   the enrolment credentials (first host)
+//	enroll         the credential this machine joined with (other machines)
+//	node.key, node.cert   this machine's identity: its key and certificate
 //	cluster-id     the cluster id, made at the first start: a PostgreSQL
 //	               metadata database is bound to it and refuses others
 //	meta.db        the embedded SQLite metadata store

@@ -20,6 +20,9 @@ type Info struct {
 	Mgmt string `json:"mgmt"` // management service address
 	Meta string `json:"meta"` // metadata service address
 	PID  int    `json:"pid,omitempty"`
+	// Dir is the directory ReadInfo read (not stored): where the node's
+	// identity is.
+	Dir string `json:"-"`
 }
 
 // ReadInfo reads cluster.json and the secret from dir.
@@ -35,6 +38,7 @@ func ReadInfo(dir string) (Info, []byte, error) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return in, nil, fmt.Errorf("cluster: %s/cluster.json: %w", dir, err)
 	}
+	in.Dir = dir
 	secret, err := readSecret(dir)
 	return in, secret, err
 }

@@ -33,7 +33,7 @@ func TestTokenRoundTripAndJoin(t *testing.T) {
 	if info.Mgmt != tok.Mgmt || string(secret) != string(tok.Secret) {
 		t.Fatalf("joined directory has %+v", info)
 	}
-	if back, err := ReadToken(other); err != nil || back.String() != tok.String() {
+	if back, err := ReadToken(other, classServer); err != nil || back.String() != tok.String() {
 		t.Fatalf("ReadToken of a joined directory: %v", err)
 	}
 	// A directory of another cluster is refused.
@@ -46,18 +46,33 @@ func TestTokenRoundTripAndJoin(t *testing.T) {
 	}
 }
 
+// testToken is a valid token of class server for mgmt.
+func testToken(mgmt string) Token {
+	return Token{Mgmt: mgmt, ID: strings.Repeat("ab", 16), Secret: make([]byte, 32), CA: make([]byte, 32), Class: classServer, Enroll: make([]byte, enrollLen)}
+}
+
+// with returns the encoding of t changed by f.
+func with(t Token, f func(*Token)) string {
+	f(&t)
+	return t.String()
+}
+
 func TestParseTokenRejects(t *testing.T) {
-	good := Token{Mgmt: "10.0.0.1:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}
+	good := testToken("10.0.0.1:9401")
 	for name, s := range map[string]string{
-		"empty":     "",
-		"no prefix": "abc",
-		"not b64":   tokenPrefix + "!!!",
-		"not json":  tokenPrefix + "YWJj",
-		"no port":   Token{Mgmt: "10.0.0.1", ID: good.ID, Secret: good.Secret}.String(),
-		"2nd bad":   Token{Mgmt: "10.0.0.1:9401,10.0.0.2", ID: good.ID, Secret: good.Secret}.String(),
-		"no addr":   Token{Mgmt: ",", ID: good.ID, Secret: good.Secret}.String(),
-		"short id":  Token{Mgmt: good.Mgmt, ID: "ab", Secret: good.Secret}.String(),
-		"short key": Token{Mgmt: good.Mgmt, ID: good.ID, Secret: []byte("x")}.String(),
+		"empty":       "",
+		"no prefix":   "abc",
+		"not b64":     tokenPrefix + "!!!",
+		"not json":    tokenPrefix + "YWJj",
+		"no port":     with(good, func(t *Token) { t.Mgmt = "10.0.0.1" }),
+		"2nd bad":     with(good, func(t *Token) { t.Mgmt = "10.0.0.1:9401,10.0.0.2" }),
+		"no addr":     with(good, func(t *Token) { t.Mgmt = "," }),
+		"short id":    with(good, func(t *Token) { t.ID = "ab" }),
+		"short key":   with(good, func(t *Token) { t.Secret = []byte("x") }),
+		"no CA":       with(good, func(t *Token) { t.CA = nil }),
+		"bad class":   with(good, func(t *Token) { t.Class = "admin" }),
+		"short cred":  with(good, func(t *Token) { t.Enroll = t.Enroll[:8] }),
+		"old version": "poolfs-join-1:" + strings.TrimPrefix(good.String(), tokenPrefix),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ParseToken(s); !errors.Is(err, ErrBadToken) {
@@ -93,8 +108,8 @@ func TestTokenWithSeveralMgmt(t *testing.T) {
 }
 
 func FuzzParseToken(f *testing.F) {
-	f.Add(Token{Mgmt: "10.0.0.1:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}.String())
-	f.Add(Token{Mgmt: "10.0.0.1:9401,[::1]:9401", ID: strings.Repeat("ab", 16), Secret: make([]byte, 32)}.String())
+	f.Add(testToken("10.0.0.1:9401").String())
+	f.Add(testToken("10.0.0.1:9401,[::1]:9401").String())
 	f.Add(tokenPrefix + "e30")
 	f.Fuzz(func(t *testing.T, s string) {
 		tok, err := ParseToken(s)

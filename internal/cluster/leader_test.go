@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"poolfs/internal/clustermap"
+	"poolfs/internal/identity"
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/pgtest"
 	"poolfs/internal/meta/postgres"
@@ -34,6 +35,7 @@ func TestTwoMgmtOneLeads(t *testing.T) {
 	if err := Join(dirB, tok); err != nil {
 		t.Fatal(err)
 	}
+	issueFrom(t, dirA, dirB, identity.RoleMgmt, "b") // the placeholder address enrols nobody
 	ctx := context.Background()
 	led := make(chan string, 4)
 	start := func(dir string) *MgmtNode {
@@ -60,7 +62,11 @@ func TestTwoMgmtOneLeads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rpc.Dial(b.Addr, secret, rpc.ClientOptions{Errors: allErrors()})
+	cr, err := loadCreds(dirA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rpc.Dial(b.Addr, secret, cr.client(rpc.ClientOptions{Errors: allErrors()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +79,12 @@ func TestTwoMgmtOneLeads(t *testing.T) {
 		t.Fatalf("map update on the standby: %v, want ErrNotLeader", err)
 	}
 
-	mc, closeMC, err := DialMgmt(Info{Mgmt: b.Addr + "," + a.Addr}, secret)
+	dirM := filepath.Join(t.TempDir(), "m") // a metadata server's
+	if err := Join(dirM, tok); err != nil {
+		t.Fatal(err)
+	}
+	issueFrom(t, dirA, dirM, identity.RoleMeta, "meta")
+	mc, closeMC, err := DialMgmt(Info{Mgmt: b.Addr + "," + a.Addr, Dir: dirM}, secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 
+	"poolfs/internal/identity"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/rpc"
 )
@@ -40,10 +41,20 @@ func checkMgmtAddrs(s string) error {
 // DialMgmt connects to the management service of info: the one address
 // directly (an error if it does not answer), or, for several, whichever
 // leads (mgmt.Leaders: calls follow the leader and wait out a failover).
-// The caller closes the client with the returned function.
+// The caller closes the client with the returned function. The node
+// proves the identity of its directory (info.Dir) and accepts only
+// management services'.
 func DialMgmt(info Info, secret []byte) (*mgmt.Client, func() error, error) {
+	c, err := loadCreds(info.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dialMgmt(info, secret, c)
+}
+
+func dialMgmt(info Info, secret []byte, c creds) (*mgmt.Client, func() error, error) {
 	addrs := MgmtAddrs(info.Mgmt)
-	opts := rpc.ClientOptions{Errors: allErrors()}
+	opts := c.client(rpc.ClientOptions{Errors: allErrors()}, identity.RoleMgmt)
 	if len(addrs) == 1 {
 		rc, err := rpc.Dial(addrs[0], secret, opts)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"poolfs/internal/identity"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/rpc"
@@ -64,6 +65,13 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := EnsureIdentity(ctx, cfg.Dir, identity.RoleMgmt, "mgmt@"+cfg.Listen); err != nil {
+		return nil, err
+	}
+	cr, err := loadCreds(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	log := defaults.Logger
 	lock, err := lockDir(cfg.Dir)
 	if err != nil {
@@ -86,7 +94,7 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		return nil, fmt.Errorf("cluster: the management service needs a PostgreSQL database, not %s", n.engine.Dialect().Name)
 	}
 	store := meta.New(n.engine, meta.Options{Logger: log})
-	n.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
+	n.dialer = storage.NewDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
 	n.Mgmt = mgmt.New(store, n.dialer, n.dialer, log)
 	n.Registry = mgmt.NewRegistry(n.Mgmt)
 	n.Mgmt.Follow("") // a standby until it holds the lease
@@ -96,9 +104,30 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		return nil, fmt.Errorf("cluster: listen: %w", err)
 	}
 	n.Addr = ln.Addr().String()
-	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: log, Errors: allErrors(), Observe: cfg.ObserveRPC})
+	rev := &revocations{}
+	gctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	if cr.ca != nil {
+		cr.revoked = rev.revoked
+		rev.follow(gctx, &n.wg, n.Mgmt.Revoked, log)
+	}
+	opts := cr.server(rpc.ServerOptions{Logger: log, Errors: allErrors(), Observe: cfg.ObserveRPC})
+	if cr.ca != nil {
+		opts.AllowNoCert = true // nodes without a certificate may only enrol
+		opts.Authorize = func(method string, peer *identity.Cert) error {
+			if err := rev.authorize(method, peer); err != nil {
+				return err
+			}
+			return mgmtAuthorize(method, peer)
+		}
+	}
+	n.rpc = rpc.NewServer(secret, opts)
 	n.Mgmt.Register(n.Mgmt.Gate(n.rpc))
 	n.Registry.Register(n.Mgmt.Gate(n.rpc))
+	n.Mgmt.RegisterRevocation(n.Mgmt.Gate(n.rpc))
+	if cr.ca != nil {
+		n.Mgmt.Gate(n.rpc).Handle("mgmt.Enroll", mgmtEnroll(cfg.Dir))
+	}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -112,8 +141,6 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		mgmtLoops{svc: n.Mgmt, store: store, log: log, health: n.Mgmt.CheckDrives, gc: defaults.GCInterval, metaCheck: defaults.MetaCheckInterval,
 			healthEvery: defaults.HealthInterval, rebuild: defaults.RebuildInterval}.start(ctx, wg)
 	}
-	gctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
 	l.step(gctx) // the first service of a cluster leads at once
 	n.wg.Add(1)
 	go func() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/identity"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
@@ -94,6 +95,10 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 	if err != nil {
 		return nil, err
 	}
+	cr, err := storageIdentity(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	n := &StorageNode{cfg: cfg, log: cfg.Logger, local: map[string]*chunkstore.LocalDrive{}, served: map[placement.DriveID]bool{}}
 	n.spec = mgmt.ServerSpec{ID: cfg.Server, Rack: cfg.Rack, Enclosure: cfg.Enclosure, Pool: cfg.Pool}
 	if err := n.openDrives(); err != nil {
@@ -116,7 +121,15 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 		n.spec.Addr = n.Addr
 	}
 	n.server = storage.NewServer(nil, n.log)
-	n.rpc = rpc.NewServer(secret, rpc.ServerOptions{Logger: n.log, Errors: storage.Errors(), Observe: cfg.ObserveRPC})
+	rev := &revocations{}
+	if cr.ca != nil {
+		cr.revoked = rev.revoked
+	}
+	opts := cr.server(rpc.ServerOptions{Logger: n.log, Errors: storage.Errors(), Observe: cfg.ObserveRPC})
+	if cr.ca != nil {
+		opts.Authorize = rev.authorize // a revoked node's open connections stop serving it too
+	}
+	n.rpc = rpc.NewServer(secret, opts)
 	n.server.Register(n.rpc)
 	n.wg.Add(1)
 	go func() {
@@ -125,10 +138,10 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 			n.log.Error("rpc server stopped", "err", err)
 		}
 	}()
-	n.dialer = storage.NewDialer(secret, rpc.ClientOptions{})
+	n.dialer = storage.NewDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		n.mc, n.mclose, err = DialMgmt(info, secret)
+		n.mc, n.mclose, err = dialMgmt(info, secret, cr)
 		if err == nil {
 			break
 		}
@@ -152,6 +165,9 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 	}
 	gctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
+	if cr.ca != nil {
+		rev.follow(gctx, &n.wg, n.mc.Revoked, n.log)
+	}
 	n.wg.Add(1)
 	go n.registerLoop(gctx)
 	return n, nil
@@ -283,4 +299,21 @@ func (n *StorageNode) Close() error {
 		}
 	})
 	return nil
+}
+
+// storageIdentity enrols the storage server of cfg (role server, named by
+// its server name) if it has no identity yet, waiting up to 30 s for the
+// management service to answer, and returns its creds.
+func storageIdentity(ctx context.Context, cfg StorageConfig) (creds, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := EnsureIdentity(ctx, cfg.Dir, identity.RoleServer, cfg.Server)
+		if err == nil {
+			return loadCreds(cfg.Dir)
+		}
+		if !errors.Is(err, rpc.ErrUnavailable) || time.Now().After(deadline) || ctx.Err() != nil {
+			return creds{}, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -141,3 +141,32 @@ func TestAuthorizeByRole(t *testing.T) {
 		t.Fatalf("server calling storage.Put: %v", err)
 	}
 }
+
+// With AllowNoCert a client without a certificate gets in with no peer,
+// and Authorize alone decides what it may call; a bad certificate is
+// still refused.
+func TestAllowNoCert(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	later := time.Now().Add(time.Hour)
+	authorize := func(method string, peer *identity.Cert) error {
+		if peer == nil && method != "test.WhoAmI" {
+			return errors.New("a certificate is needed")
+		}
+		return nil
+	}
+	_, addr := startServer(t, ServerOptions{Identity: ca.issue("mgmt", identity.RoleMgmt, later), Peers: ca.trust(), AllowNoCert: true, Authorize: authorize}, registerWhoAmI)
+	anon := dialTest(t, addr, ClientOptions{Peers: ca.trust(identity.RoleMgmt)})
+	var who string
+	if err := anon.Call(t.Context(), "test.WhoAmI", nil, nil, &who); err != nil || who != "nobody" {
+		t.Fatalf("WhoAmI without a certificate: %q, %v", who, err)
+	}
+	if err := anon.Call(t.Context(), "storage.Put", nil, nil, nil); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("storage.Put without a certificate: %v, want ErrForbidden", err)
+	}
+	if _, err := Dial(addr, testSecret, ClientOptions{Identity: other.issue("x", identity.RoleServer, later)}); !errors.Is(err, ErrAuth) {
+		t.Fatalf("certificate of another CA: %v, want ErrAuth", err)
+	}
+	if err := (ServerOptions{Peers: ca.trust(), AllowNoCert: true}).Validate(); err == nil {
+		t.Fatal("AllowNoCert without Authorize validated")
+	}
+}

@@ -90,7 +90,11 @@ func (s *Server) serverIdentity(fr *frameReader, fw *frameWriter, transcript []b
 	if err != nil {
 		return nil, err
 	}
-	peer, err := checkPeer(args, idLabelClient, transcript, s.peers)
+	trust := s.peers
+	if len(args) == 0 && s.noCertOK {
+		trust = nil // admitted with no peer (ServerOptions.AllowNoCert)
+	}
+	peer, err := checkPeer(args, idLabelClient, transcript, trust)
 	if err != nil {
 		// Best effort: the client learns why before we hang up.
 		_ = fw.write(typeError, 0, codeAuth, []byte(err.Error()), nil)

@@ -83,6 +83,11 @@ type ServerOptions struct {
 	// a certificate it accepts (ErrAuth otherwise). Unset, clients need
 	// only the secret.
 	Peers *identity.Trust
+	// AllowNoCert admits, when Peers is set, a client that presents no
+	// certificate (one that presents a bad one is still refused), with no
+	// peer: Authorize, which it requires, decides what such a client may
+	// call (enrolment, say).
+	AllowNoCert bool
 	// Authorize, if set, runs before every call of a registered method
 	// with the caller's verified certificate (nil if Peers is unset); an
 	// error refuses the call with ErrForbidden. It must not block.
@@ -94,6 +99,9 @@ func (o ServerOptions) Validate() error {
 	if o.MaxBody < 0 || o.MaxPending < 0 || o.HandshakeTimeout < 0 || o.MaxConns < 0 {
 		return fmt.Errorf("rpc: negative limit in server options (MaxBody %d, MaxPending %d, HandshakeTimeout %v, MaxConns %d)",
 			o.MaxBody, o.MaxPending, o.HandshakeTimeout, o.MaxConns)
+	}
+	if o.AllowNoCert && (o.Peers == nil || o.Authorize == nil) {
+		return errors.New("rpc: AllowNoCert needs Peers and Authorize (who may call what without a certificate)")
 	}
 	return nil
 }
@@ -118,6 +126,7 @@ type Server struct {
 	observe   func(method string, d time.Duration, err error) // ServerOptions.Observe
 	identity  *identity.Identity                              // ServerOptions.Identity
 	peers     *identity.Trust                                 // ServerOptions.Peers
+	noCertOK  bool                                            // ServerOptions.AllowNoCert
 	authorize func(method string, peer *identity.Cert) error  // ServerOptions.Authorize
 
 	ctx    context.Context // cancelled by Close; parent of handler contexts
@@ -156,6 +165,7 @@ func NewServer(secret []byte, opts ServerOptions) *Server {
 		observe:    opts.Observe,
 		identity:   opts.Identity,
 		peers:      opts.Peers,
+		noCertOK:   opts.AllowNoCert,
 		authorize:  opts.Authorize,
 	}
 	s.initErr = errors.Join(checkSecret(secret), opts.Validate())

@@ -63,9 +63,11 @@ func NewDialer(secret []byte, opts rpc.ClientOptions) *Dialer {
 const ClientCallsPerServer = 8
 
 // NewClientDialer returns the dialer of a client's data path: at most
-// ClientCallsPerServer calls in flight to each storage server.
-func NewClientDialer(secret []byte) *Dialer {
-	return NewDialer(secret, rpc.ClientOptions{MaxConns: ClientCallsPerServer})
+// ClientCallsPerServer calls in flight to each storage server (opts'
+// MaxConns is replaced).
+func NewClientDialer(secret []byte, opts rpc.ClientOptions) *Dialer {
+	opts.MaxConns = ClientCallsPerServer
+	return NewDialer(secret, opts)
 }
 
 // Drive returns drive id of map m.

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"poolfs/internal/identity"
+)
+
+// revokedEvery is how often a management or storage service reads the
+// revocation list again (`poolfs cluster revoke` takes effect within it).
+const revokedEvery = 2 * time.Second
+
+// revocations is a service's copy of the management service's revocation
+// list (mgmt.Service.Revoked): certificates of a name on it are refused
+// in handshakes (identity.Trust.Revoked) and before every call
+// (revokedAuthorize), so a revoked node's open connections stop serving
+// it too.
+type revocations struct {
+	names atomic.Pointer[map[string]string]
+	once  sync.Once // the first failed refresh is logged
+}
+
+func (r *revocations) revoked(c *identity.Cert) bool {
+	m := r.names.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[c.Name]
+	return ok
+}
+
+// follow reads the list with fetch now and every revokedEvery until ctx
+// ends.
+func (r *revocations) follow(ctx context.Context, wg *sync.WaitGroup, fetch func(context.Context) (map[string]string, error), log *slog.Logger) {
+	refresh := func() {
+		m, err := fetch(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.once.Do(func() { log.Warn("read the revocation list", "err", err) })
+			}
+			return
+		}
+		r.names.Store(&m)
+	}
+	refresh()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(revokedEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				refresh()
+			}
+		}
+	}()
+}
+
+// revokedAuthorize refuses every call of a revoked node.
+func (r *revocations) authorize(method string, peer *identity.Cert) error {
+	if peer != nil && r.revoked(peer) {
+		return fmt.Errorf("%s was revoked", peer)
+	}
+	return nil
+}
