@@ -15,7 +15,11 @@
 // A cluster of several machines starts with Create (secret, id,
 // cluster.json naming the management address) and a join Token that
 // carries them to the other machines (Join writes their directories). The
-// token holds the secret: it is never logged.
+// token holds the secret: it is never logged. Create also makes the
+// cluster CA; every machine then holds its own key and a certificate of
+// its role, enrolled with the management service, and every connection
+// proves both ends' certificates; the management service authorises
+// calls by role and keeps the revocation list (identity.go, revoked.go).
 //
 // The directory of a cluster holds:
 //

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"poolfs/internal/identity"
 )
 
 // benchServer serves a null call, an upload sink and a download source.
@@ -188,5 +190,32 @@ func BenchmarkHandshake(b *testing.B) {
 		}
 		cn.Close()
 		sn.Close()
+	}
+}
+
+// BenchmarkDial is the cost of a new connection over loopback (handshake
+// and identity exchange), without certificates and with both sides
+// proving one.
+func BenchmarkDial(b *testing.B) {
+	for _, certs := range []bool{false, true} {
+		b.Run(map[bool]string{false: "secret-only", true: "certificates"}[certs], func(b *testing.B) {
+			var sopts ServerOptions
+			var copts ClientOptions
+			if certs {
+				ca := newTestCA(b)
+				later := time.Now().Add(time.Hour)
+				sopts = ServerOptions{Identity: ca.issue("srv", identity.RoleServer, later), Peers: ca.trust()}
+				copts = ClientOptions{Identity: ca.issue("cli", identity.RoleClient, later), Peers: ca.trust(identity.RoleServer)}
+			}
+			_, addr := startServer(b, sopts, registerEcho)
+			b.ResetTimer()
+			for range b.N {
+				c, err := Dial(addr, testSecret, copts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+			}
+		})
 	}
 }

@@ -12,11 +12,11 @@ import (
 
 // testCA issues identities for the identity tests.
 type testCA struct {
-	t  *testing.T
+	t  testing.TB
 	ca *identity.CA
 }
 
-func newTestCA(t *testing.T) *testCA {
+func newTestCA(t testing.TB) *testCA {
 	ca, err := identity.NewCA()
 	if err != nil {
 		t.Fatal(err)
