@@ -20,7 +20,6 @@ import (
 	"poolfs/internal/metarpc"
 	"poolfs/internal/mgmt"
 	"poolfs/internal/placement"
-	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
 )
 
@@ -128,10 +127,6 @@ type connectError struct{ err error }
 func (e connectError) Error() string { return e.err.Error() }
 
 func fsckOnline(ctx context.Context, g *globals, o fsck.Options) (*fsck.Report, error) {
-	_, secret, err := cluster.ReadInfo(g.dir)
-	if err != nil {
-		return nil, connectError{err}
-	}
 	conn, err := g.connect(ctx)
 	if err != nil {
 		return nil, connectError{err}
@@ -141,7 +136,7 @@ func fsckOnline(ctx context.Context, g *globals, o fsck.Options) (*fsck.Report, 
 	if err != nil {
 		return nil, connectError{err}
 	}
-	d := storage.NewDialer(secret, rpc.ClientOptions{})
+	d := conn.StorageDialer()
 	defer d.Close()
 	c := &fsck.Checker{Store: conn.Meta, Map: m, Drives: d, Rebuild: onlineRebuilder{d, m}}
 	return c.Run(ctx, o)

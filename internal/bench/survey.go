@@ -16,8 +16,6 @@ import (
 	"poolfs/internal/cluster"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
-	"poolfs/internal/rpc"
-	"poolfs/internal/storage"
 )
 
 // SurveyPhases are the phases of a survey, in order.
@@ -127,10 +125,6 @@ func RunSurvey(ctx context.Context, o SurveyOptions) (*SurveyResult, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	_, secret, err := cluster.ReadInfo(o.Cluster)
-	if err != nil {
-		return nil, err
-	}
 	conn, err := cluster.Connect(ctx, o.Cluster, client.Options{})
 	if err != nil {
 		return nil, err
@@ -140,7 +134,7 @@ func RunSurvey(ctx context.Context, o SurveyOptions) (*SurveyResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
+	dialer := conn.StorageDialer()
 	defer dialer.Close()
 
 	res := &SurveyResult{Config: o}

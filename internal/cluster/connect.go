@@ -22,7 +22,16 @@ type Conn struct {
 	Meta   *metarpc.Client
 	Info   Info
 
+	secret  []byte
+	creds   creds
 	closers []func() error
+}
+
+// StorageDialer returns a new dialer of the cluster's storage servers
+// (for tools that call them besides the client: fsck, the survey) that
+// proves this machine's identity. The caller closes it.
+func (c *Conn) StorageDialer() *storage.Dialer {
+	return storage.NewDialer(c.secret, c.creds.client(rpc.ClientOptions{}, identity.RoleServer))
 }
 
 // Connect finds the cluster whose directory is dir and connects to it.
@@ -53,7 +62,7 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		return nil, fmt.Errorf("cluster: connect to the metadata service: %w", err)
 	}
 	dialer := storage.NewClientDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
-	c := &Conn{Info: info, Mgmt: mc, Meta: metarpc.NewClient(metaRC)}
+	c := &Conn{Info: info, Mgmt: mc, Meta: metarpc.NewClient(metaRC), secret: secret, creds: cr}
 	c.closers = append(c.closers, dialer.Close, mclose, metaRC.Close)
 	// Read repairs are counted by the management service, in batches.
 	repairs := mgmt.NewRepairBatcher(c.Mgmt, time.Second)

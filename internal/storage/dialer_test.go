@@ -115,7 +115,7 @@ func TestClientDialerBoundsCallsPerServer(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	d := NewClientDialer(secret)
+	d := NewClientDialer(secret, rpc.ClientOptions{})
 	t.Cleanup(func() { d.Close() })
 	c, err := d.client(ln.Addr().String())
 	if err != nil {
