@@ -15,6 +15,11 @@
 // kept in the store for the next leader: a rebuild run (rebuild_runs.go)
 // and a scrub pass with its progress by placement group
 // (scrub_runs.go), which the next coordinator resumes where it stopped.
+// Calls that change state and would differ if run twice (create a pool,
+// add or replace a drive, start a scrub) carry a request id; the answer
+// of each is kept in the store for 10 minutes, so a retry after a lost
+// answer, to this leader or the next, gets the first answer and has no
+// second effect (requests.go).
 //
 // Failure detection (grace.go, report.go). A drive that answers with I/O
 // errors, or whose directory vanished, is failed at once. A drive that does

@@ -215,6 +215,27 @@ type DriveArgs struct {
 	Pool   string            `json:"pool,omitempty"`
 	Reason string            `json:"reason,omitempty"`
 	Value  string            `json:"value,omitempty"`
+	// Request is the call's id (requests.go): a repeated id gets the
+	// first call's answer.
+	Request string `json:"request,omitempty"`
+}
+
+// addDriveTo adds a drive to the pool named pool ("": the first).
+func (s *Service) addDriveTo(ctx context.Context, pool string) (placement.DriveID, error) {
+	m, err := s.Map(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(m.Pools) == 0 {
+		return 0, fmt.Errorf("%w: no pool", clustermap.ErrNoPool)
+	}
+	p := &m.Pools[0]
+	if pool != "" {
+		if p, err = m.PoolByName(pool); err != nil {
+			return 0, err
+		}
+	}
+	return s.AddDrive(ctx, p.ID)
 }
 
 func (s *Service) registerDrives(r Handler) {
@@ -233,20 +254,10 @@ func (s *Service) registerDrives(r Handler) {
 		return nil, s.FailDrive(ctx, a.Drive, a.Reason)
 	})
 	handleJSON(r, "mgmt.ReplaceDrive", func(ctx context.Context, a DriveArgs) (any, error) {
-		return s.ReplaceDrive(ctx, a.Drive)
+		return s.once(ctx, "mgmt.ReplaceDrive", a.Request, func() (any, error) { return s.ReplaceDrive(ctx, a.Drive) })
 	})
 	handleJSON(r, "mgmt.AddDrive", func(ctx context.Context, a DriveArgs) (any, error) {
-		m, err := s.Map(ctx)
-		if err != nil {
-			return nil, err
-		}
-		p := &m.Pools[0]
-		if a.Pool != "" {
-			if p, err = m.PoolByName(a.Pool); err != nil {
-				return nil, err
-			}
-		}
-		return s.AddDrive(ctx, p.ID)
+		return s.once(ctx, "mgmt.AddDrive", a.Request, func() (any, error) { return s.addDriveTo(ctx, a.Pool) })
 	})
 	handleJSON(r, "mgmt.SetRebuildPriority", func(ctx context.Context, a DriveArgs) (any, error) {
 		return nil, s.SetRebuildPriority(ctx, a.Pool, a.Value)
@@ -283,14 +294,14 @@ func (c *Client) FailDrive(ctx context.Context, id placement.DriveID) error {
 // ReplaceDrive replaces a drive by a new one and returns its ID.
 func (c *Client) ReplaceDrive(ctx context.Context, id placement.DriveID) (placement.DriveID, error) {
 	var out placement.DriveID
-	err := c.rc.Call(ctx, "mgmt.ReplaceDrive", DriveArgs{Drive: id}, nil, &out)
+	err := c.rc.Call(ctx, "mgmt.ReplaceDrive", DriveArgs{Drive: id, Request: newRequestID()}, nil, &out)
 	return out, err
 }
 
 // AddDrive adds a drive to a pool ("" = the first) and returns its ID.
 func (c *Client) AddDrive(ctx context.Context, pool string) (placement.DriveID, error) {
 	var out placement.DriveID
-	err := c.rc.Call(ctx, "mgmt.AddDrive", DriveArgs{Pool: pool}, nil, &out)
+	err := c.rc.Call(ctx, "mgmt.AddDrive", DriveArgs{Pool: pool, Request: newRequestID()}, nil, &out)
 	return out, err
 }
 

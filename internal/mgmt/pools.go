@@ -25,6 +25,9 @@ type PoolSpec struct {
 	// Force creates the pool even if its drives advertise more than the
 	// host file system holding the server's drives has free.
 	Force bool `json:"force,omitempty"`
+	// Request is the call's id (requests.go): a repeated id gets the
+	// first call's answer.
+	Request string `json:"request,omitempty"`
 }
 
 // Validate rejects specs that cannot make a pool.
@@ -140,13 +143,14 @@ func (s *Service) checkHostRoom(ctx context.Context, spec PoolSpec) error {
 
 func (s *Service) registerPools(r Handler) {
 	handleJSON(r, "mgmt.CreatePool", func(ctx context.Context, spec PoolSpec) (any, error) {
-		return s.CreatePool(ctx, spec)
+		return s.once(ctx, "mgmt.CreatePool", spec.Request, func() (any, error) { return s.CreatePool(ctx, spec) })
 	})
 }
 
 // CreatePool asks the management service for a new pool.
 func (c *Client) CreatePool(ctx context.Context, spec PoolSpec) (*clustermap.Map, error) {
 	var m clustermap.Map
+	spec.Request = newRequestID()
 	if err := c.rc.Call(ctx, "mgmt.CreatePool", spec, nil, &m); err != nil {
 		return nil, err
 	}

@@ -521,6 +521,9 @@ func (s *Service) stillCommitted(ctx context.Context, rec meta.StripeRec, st rec
 type ScrubArgs struct {
 	Op   string `json:"op"` // start, stop or status
 	Pool string `json:"pool,omitempty"`
+	// Request is the call's id (requests.go): a repeated start gets the
+	// first one's answer, not ErrScrubRunning.
+	Request string `json:"request,omitempty"`
 }
 
 func (s *Service) registerScrub(r Handler) {
@@ -531,9 +534,16 @@ func (s *Service) registerScrub(r Handler) {
 		}
 		switch a.Op {
 		case "start":
-			if err := s.StartScrub(ctx, a.Pool); err != nil {
+			res, err := s.once(ctx, "mgmt.Scrub", a.Request, func() (any, error) {
+				if err := s.StartScrub(ctx, a.Pool); err != nil {
+					return nil, err
+				}
+				return s.Scrub(), nil
+			})
+			if err != nil {
 				return nil, err
 			}
+			return &rpc.Response{Result: res}, nil
 		case "stop":
 			s.StopScrub()
 		case "status":
@@ -548,7 +558,11 @@ func (s *Service) registerScrub(r Handler) {
 // scrubber and returns its status.
 func (c *Client) Scrub(ctx context.Context, op, pool string) (*ScrubStatus, error) {
 	var st ScrubStatus
-	if err := c.rc.Call(ctx, "mgmt.Scrub", ScrubArgs{Op: op, Pool: pool}, nil, &st); err != nil {
+	a := ScrubArgs{Op: op, Pool: pool}
+	if op == "start" {
+		a.Request = newRequestID()
+	}
+	if err := c.rc.Call(ctx, "mgmt.Scrub", a, nil, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil

@@ -214,6 +214,9 @@ type PoolOfServers struct {
 	Unit         uint32           `json:"unit"`
 	Preservation int              `json:"preservation"` // -1: the default for the pool size
 	Layout       placement.Layout `json:"layout"`
+	// Request is the call's id (requests.go): a repeated id gets the
+	// first call's answer.
+	Request string `json:"request,omitempty"`
 }
 
 // CreatePool makes a pool of every drive registered for it by name (or
@@ -357,7 +360,7 @@ func (r *Registry) Register(srv Handler) {
 		return r.RegisterServer(ctx, spec)
 	})
 	handleJSON(srv, "mgmt.CreatePoolOfServers", func(ctx context.Context, spec PoolOfServers) (any, error) {
-		return r.CreatePool(ctx, spec)
+		return r.svc.once(ctx, "mgmt.CreatePoolOfServers", spec.Request, func() (any, error) { return r.CreatePool(ctx, spec) })
 	})
 	handleJSON(srv, "mgmt.RegisterMeta", func(ctx context.Context, addr string) (any, error) {
 		return nil, r.RegisterMeta(ctx, addr)
@@ -375,6 +378,7 @@ func (c *Client) RegisterServer(ctx context.Context, spec ServerSpec) (Registere
 // it (Registry.CreatePool).
 func (c *Client) CreatePoolOfServers(ctx context.Context, spec PoolOfServers) (*clustermap.Map, error) {
 	var m clustermap.Map
+	spec.Request = newRequestID()
 	if err := c.rc.Call(ctx, "mgmt.CreatePoolOfServers", spec, nil, &m); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ type Service struct {
 
 	coordOnce sync.Once
 	co        *coordinator // see coord()
+	reqs      requests     // calls with request ids running (requests.go)
 	scrubOnce sync.Once
 	sc        *scrubber // see scrub()
 	space     spaceWatch
