@@ -3,16 +3,20 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
+	"poolfs/internal/rpc"
 )
 
 // TestWriteAroundDriveThisClientCannotReach: a drive stops answering this
@@ -94,5 +98,65 @@ func TestWriteAroundDriveThisClientCannotReach(t *testing.T) {
 	}
 	if d, err := m.Drive(h.hung); err != nil || d.State != clustermap.StateUp {
 		t.Errorf("drive %v in the map: %v, %v; the client must not change the map on its own", h.hung, d, err)
+	}
+}
+
+// refusingDrives makes every fragment write to drive bad fail as
+// unreachable (a dial that timed out), while the map keeps it up.
+type refusingDrives struct {
+	inner client.Drives
+	bad   placement.DriveID
+}
+
+func (r refusingDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := r.inner.Drive(m, id)
+	if err != nil || id != r.bad {
+		return d, err
+	}
+	return refusingDrive{d}, nil
+}
+
+type refusingDrive struct{ chunkstore.Drive }
+
+func (refusingDrive) WriteFragment(context.Context, erasure.FragmentKey, []byte) error {
+	return fmt.Errorf("dial: i/o timeout: %w", rpc.ErrUnavailable)
+}
+
+// TestWriteAroundDriveThisClientCannotDial: writes to a drive fail as
+// unreachable from this client while the map keeps it up (the management
+// service reaches its server): the stripe is placed again around it and
+// the write succeeds, where the map's own placement would name it again.
+func TestWriteAroundDriveThisClientCannotDial(t *testing.T) {
+	other := start(t)
+	const bad = placement.DriveID(3)
+	c := client.New(other.Meta, other.Maps, refusingDrives{inner: drivetest.UpOnly(other.Drives), bad: bad}, client.Options{})
+	ctx := context.Background()
+	data := randBytes(6*4*testUnit + 1000) // seven stripes: some placed on the drive
+	a, err := c.Meta().Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.OpenAttr(a, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatalf("write with a drive this client cannot dial: %v", err)
+	}
+	if got, err := readAll(other.Client, a.Ino); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %d bytes, %v", len(got), err)
+	}
+	recs, err := other.Meta.Stripes(ctx, a.Ino, 0, 6)
+	if err != nil || len(recs) != 7 {
+		t.Fatalf("stripes %v, %v", recs, err)
+	}
+	for _, r := range recs {
+		if slices.Contains(r.Drives, uint32(bad)) {
+			t.Errorf("stripe %d names drive %v, which this client cannot reach", r.Stripe, bad)
+		}
 	}
 }
