@@ -18,9 +18,10 @@ import (
 // of that server; its failure is remembered for dialRetry, during which
 // they fail at once.
 type Dialer struct {
-	secret []byte
-	opts   rpc.ClientOptions
-	mu     struct {
+	secret   []byte
+	opts     rpc.ClientOptions
+	perDrive int // if > 0, a server's calls in flight: perDrive × its drives
+	mu       struct {
 		sync.Mutex
 		clients map[string]*rpc.Client
 		dialing map[string]*dialing // dials in flight or failed lately, by address
@@ -50,24 +51,26 @@ func NewDialer(secret []byte, opts rpc.ClientOptions) *Dialer {
 	return d
 }
 
-// ClientCallsPerServer is how many calls a client (a mount, a bench task)
-// has in flight to one storage server at most; more wait their turn.
+// ClientCallsPerDrive is how many calls a client (a mount, a bench task)
+// has in flight to one storage server at most per drive the server has
+// in the map (when the client first dials it); more wait their turn.
 // Every call in flight is a TCP connection of its own (package rpc), and
 // the connections of all clients writing to a server converge on its one
 // link: with dozens per client, their minimum windows together overflow
 // the buffer of the switch port in front of the server, every connection
 // loses packets all the time, and lost retransmissions wait for TCP's
 // retransmission timeout, doubled each time: writes stall for seconds.
-// Eight keeps four drives of a server busy with two fragments each, as
-// Lustre's clients keep eight RPCs in flight per storage target.
-const ClientCallsPerServer = 8
+// Two keep each drive busy with one fragment while the next arrives, as
+// Lustre's clients keep a few RPCs in flight per storage target.
+const ClientCallsPerDrive = 2
 
 // NewClientDialer returns the dialer of a client's data path: at most
-// ClientCallsPerServer calls in flight to each storage server (opts'
-// MaxConns is replaced).
+// ClientCallsPerDrive calls in flight per drive of each storage server
+// (opts' MaxConns is replaced).
 func NewClientDialer(secret []byte, opts rpc.ClientOptions) *Dialer {
-	opts.MaxConns = ClientCallsPerServer
-	return NewDialer(secret, opts)
+	d := NewDialer(secret, opts)
+	d.perDrive = ClientCallsPerDrive
+	return d
 }
 
 // Drive returns drive id of map m.
@@ -76,14 +79,25 @@ func (d *Dialer) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Driv
 	if err != nil {
 		return nil, err
 	}
-	c, err := d.client(addr)
+	calls := 0
+	if d.perDrive > 0 {
+		srv, _ := m.Drive(id) // ServerAddr found it
+		for _, dr := range m.Drives {
+			if dr.Server == srv.Server {
+				calls += d.perDrive
+			}
+		}
+	}
+	c, err := d.client(addr, calls)
 	if err != nil {
 		return nil, fmt.Errorf("drive %v: %w", id, err)
 	}
 	return NewRemoteDrive(c, id), nil
 }
 
-func (d *Dialer) client(addr string) (*rpc.Client, error) {
+// client returns the client of addr, dialling it if need be with at most
+// calls in flight (0: as the dialer's options say).
+func (d *Dialer) client(addr string, calls int) (*rpc.Client, error) {
 	d.mu.Lock()
 	if c := d.mu.clients[addr]; c != nil {
 		d.mu.Unlock()
@@ -100,12 +114,16 @@ func (d *Dialer) client(addr string) (*rpc.Client, error) {
 			delete(d.mu.dialing, addr)
 		}
 		d.mu.Unlock()
-		return d.client(addr)
+		return d.client(addr, calls)
 	}
 	g := &dialing{done: make(chan struct{})}
 	d.mu.dialing[addr] = g
 	d.mu.Unlock()
-	c, err := rpc.Dial(addr, d.secret, d.opts)
+	opts := d.opts
+	if calls > 0 {
+		opts.MaxConns = calls
+	}
+	c, err := rpc.Dial(addr, d.secret, opts)
 	d.mu.Lock()
 	if err == nil {
 		d.mu.clients[addr] = c

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -86,10 +87,17 @@ func TestDialerHungServerHoldsUpOnlyItself(t *testing.T) {
 }
 
 // TestClientDialerBoundsCallsPerServer writes many fragments at once
-// through a client's dialer to one server whose writes hang until
-// released: at most ClientCallsPerServer reach the server at a time, the
-// others wait, and all complete once the server answers.
+// through a client's dialer to one server of 1 or 4 drives whose writes
+// hang until released: at most drives × ClientCallsPerDrive reach the
+// server at a time, the others wait, and all complete once the server
+// answers.
 func TestClientDialerBoundsCallsPerServer(t *testing.T) {
+	for _, drives := range []int{1, 4} {
+		t.Run(fmt.Sprintf("drives=%d", drives), func(t *testing.T) { testClientDialerBound(t, drives) })
+	}
+}
+
+func testClientDialerBound(t *testing.T, drives int) {
 	secret := bytes.Repeat([]byte("s"), 32)
 	var mu sync.Mutex
 	cur, most := 0, 0
@@ -115,14 +123,18 @@ func TestClientDialerBoundsCallsPerServer(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
+	m := &clustermap.Map{Servers: []clustermap.Server{{ID: "s", Addr: ln.Addr().String()}}}
+	for id := range placement.DriveID(drives) {
+		m.Drives = append(m.Drives, clustermap.Drive{ID: id, Server: "s", Capacity: 1 << 20})
+	}
 	d := NewClientDialer(secret, rpc.ClientOptions{})
 	t.Cleanup(func() { d.Close() })
-	c, err := d.client(ln.Addr().String())
+	drive, err := d.Drive(m, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	drive := NewRemoteDrive(c, 0)
-	const writes = 3 * ClientCallsPerServer
+	bound := drives * ClientCallsPerDrive
+	writes := 3 * bound
 	errs := make(chan error, writes)
 	for i := range writes {
 		go func() {
@@ -130,13 +142,13 @@ func TestClientDialerBoundsCallsPerServer(t *testing.T) {
 			errs <- drive.WriteFragment(context.Background(), key, make([]byte, 4096))
 		}()
 	}
-	for range ClientCallsPerServer {
+	for range bound {
 		<-arrived
 	}
 	// A write past the bound would arrive now, if the dialer let it.
 	select {
 	case <-arrived:
-		t.Errorf("more than %d writes reached the server at once", ClientCallsPerServer)
+		t.Errorf("more than %d writes reached the server at once", bound)
 	case <-time.After(200 * time.Millisecond):
 	}
 	close(release)
@@ -145,7 +157,7 @@ func TestClientDialerBoundsCallsPerServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if most > ClientCallsPerServer {
-		t.Errorf("%d writes in flight at once, want at most %d", most, ClientCallsPerServer)
+	if most > bound {
+		t.Errorf("%d writes in flight at once, want at most %d", most, bound)
 	}
 }

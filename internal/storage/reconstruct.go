@@ -303,7 +303,7 @@ func (d *Dialer) Server(m *clustermap.Map, id placement.DriveID) (*ServerClient,
 	if err != nil {
 		return nil, err
 	}
-	c, err := d.client(addr)
+	c, err := d.client(addr, 0)
 	if err != nil {
 		return nil, err
 	}
