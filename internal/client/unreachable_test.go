@@ -160,3 +160,103 @@ func TestWriteAroundDriveThisClientCannotDial(t *testing.T) {
 		}
 	}
 }
+
+// hangLater makes drive hung, once armed, answer no fragment write and
+// no sync (its server is cut off from this client).
+type hangLater struct {
+	inner client.Drives
+	mu    sync.Mutex
+	armed bool
+	hung  placement.DriveID
+}
+
+func (h *hangLater) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := h.inner.Drive(m, id)
+	if err != nil {
+		return nil, err
+	}
+	return hangLaterDrive{Drive: d, id: id, h: h}, nil
+}
+
+type hangLaterDrive struct {
+	chunkstore.Drive
+	id placement.DriveID
+	h  *hangLater
+}
+
+func (d hangLaterDrive) hangs() bool {
+	d.h.mu.Lock()
+	defer d.h.mu.Unlock()
+	return d.h.armed && d.h.hung == d.id
+}
+
+func (d hangLaterDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
+	if d.hangs() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return d.Drive.WriteFragment(ctx, key, frag)
+}
+
+func (d hangLaterDrive) Sync(ctx context.Context) error {
+	if d.hangs() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return d.Drive.Sync(ctx)
+}
+
+// TestSyncSkipsDriveThisClientCannotReach: fragments written to a drive
+// before it stopped answering this client (the map keeps it up) wait for
+// a sync; once a write found the drive unreachable, fsync does not wait
+// for it (the stripes' other fragments are made durable), as for a drive
+// the map says is down.
+func TestSyncSkipsDriveThisClientCannotReach(t *testing.T) {
+	other := start(t)
+	h := &hangLater{inner: drivetest.UpOnly(other.Drives)}
+	c := client.New(other.Meta, other.Maps, h, client.Options{UnreachableAfter: 300 * time.Millisecond, SyncDelay: -1})
+	ctx := context.Background()
+	write := func(name string, data []byte) (*client.File, meta.Ino) {
+		t.Helper()
+		a, err := c.Meta().Create(ctx, meta.RootIno, name, meta.TypeFile, 0o644, 0, 0, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.OpenAttr(a, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if _, err := f.WriteAt(ctx, data, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Flush(ctx); err != nil {
+			t.Fatalf("write %s: %v", name, err)
+		}
+		return f, a.Ino
+	}
+	first := randBytes(4*testUnit + 1000)
+	f, ino := write("first", first) // not synced
+	recs, err := other.Meta.Stripes(ctx, ino, 0, 0)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("stripes %v, %v", recs, err)
+	}
+	h.mu.Lock()
+	h.armed, h.hung = true, placement.DriveID(recs[0].Drives[0])
+	h.mu.Unlock()
+	second := randBytes(6*4*testUnit + 1000) // seven stripes: some placed on the drive
+	write("second", second)
+	done := make(chan error, 1)
+	go func() { done <- f.Sync(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("fsync: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("fsync still waits for a drive this client found unreachable")
+	}
+	if got, err := readAll(other.Client, ino); err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("read back: %d bytes, %v", len(got), err)
+	}
+}
