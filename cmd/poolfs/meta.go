@@ -53,7 +53,7 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 			if err := cluster.EnsureIdentity(cmd.Context(), g.dir, identity.RoleMeta, "meta@"+listen); err != nil {
 				return err
 			}
-			opts, err := cluster.ServerOptions(g.dir, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()})
+			opts, err := cluster.FollowRevocations(cmd.Context(), g.dir, rpc.ServerOptions{Logger: log, Errors: metarpc.Errors()}, log)
 			if err != nil {
 				return err
 			}

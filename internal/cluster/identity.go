@@ -181,14 +181,6 @@ func (c creds) server(o rpc.ServerOptions) rpc.ServerOptions {
 	return o
 }
 
-// ServerOptions returns o with the identity of the node of dir: its
-// certificate, and the cluster CA that clients must prove themselves
-// under (o as is for a directory without identities).
-func ServerOptions(dir string, o rpc.ServerOptions) (rpc.ServerOptions, error) {
-	c, err := loadCreds(dir)
-	return c.server(o), err
-}
-
 // EnsureIdentity gives the node of dir its key pair and certificate, of
 // role and named name, if it has none yet: the first host signs with its
 // own CA key; a joined node enrols with the management service. A

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,6 +207,41 @@ func TestEnrolmentAndRoles(t *testing.T) {
 	if _, err := sc.Map(ctx); err != nil {
 		t.Fatalf("the server, not revoked: %v", err)
 	}
+	// A service started outside the package (the metadata service) with
+	// FollowRevocations refuses the revoked node too, and serves others.
+	mctx, stop := context.WithCancel(ctx)
+	defer stop()
+	opts, err := FollowRevocations(mctx, srv, rpc.ServerOptions{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := rpc.NewServer(secret, opts)
+	ms.Handle("test.Ping", func(context.Context, *rpc.Request) (*rpc.Response, error) { return nil, nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ms.Serve(ln)
+	t.Cleanup(func() { ms.Close() })
+	refused("new connection to a metadata service", func() error {
+		rc, err := rpc.Dial(ln.Addr().String(), secret, hostCreds.client(rpc.ClientOptions{}))
+		if err == nil {
+			rc.Close()
+		}
+		return err
+	})
+	firstCreds, err := loadCreds(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rpc.Dial(ln.Addr().String(), secret, firstCreds.client(rpc.ClientOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Call(ctx, "test.Ping", nil, nil, nil); err != nil {
+		t.Fatalf("a node not revoked: %v", err)
+	}
+	rc.Close()
 
 	for _, dir := range []string{first, host, srv} {
 		ents, err := os.ReadDir(dir)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"poolfs/internal/identity"
+	"poolfs/internal/rpc"
 )
 
 // revokedEvery is how often a management or storage service reads the
@@ -70,4 +71,38 @@ func (r *revocations) authorize(method string, peer *identity.Cert) error {
 		return fmt.Errorf("%s was revoked", peer)
 	}
 	return nil
+}
+
+// FollowRevocations returns o with the identity of the node of dir (as
+// ServerOptions) and, for a cluster with identities, the management
+// service's revocation list, read now and every revokedEvery until ctx
+// ends: certificates of revoked nodes are refused at the handshake and,
+// unless o.Authorize is set, before every call. It is for services
+// started outside this package (the metadata service).
+func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log *slog.Logger) (rpc.ServerOptions, error) {
+	cr, err := loadCreds(dir)
+	if err != nil || cr.ca == nil {
+		return cr.server(o), err
+	}
+	info, secret, err := ReadInfo(dir)
+	if err != nil {
+		return o, err
+	}
+	mc, mclose, err := dialMgmt(info, secret, cr)
+	if err != nil {
+		return o, fmt.Errorf("cluster: reach the management service at %s for the revocation list: %w", info.Mgmt, err)
+	}
+	rev := &revocations{}
+	var wg sync.WaitGroup
+	rev.follow(ctx, &wg, mc.Revoked, log)
+	go func() {
+		wg.Wait()
+		mclose()
+	}()
+	cr.revoked = rev.revoked
+	o = cr.server(o)
+	if o.Authorize == nil {
+		o.Authorize = rev.authorize
+	}
+	return o, nil
 }
