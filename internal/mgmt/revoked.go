@@ -10,8 +10,8 @@ import (
 
 // revokedBlob holds the revocation list: the names of the nodes whose
 // certificates are refused (internal/cluster checks it in every
-// handshake of the management and storage services and before every
-// management call), each with when it was revoked (RFC 3339).
+// handshake and before every call of the management, storage and
+// metadata services), each with when it was revoked (RFC 3339).
 const revokedBlob = "revoked-nodes"
 
 // Revoke adds node to the revocation list. Revoking a name refuses every
