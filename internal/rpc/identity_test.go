@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -169,4 +170,31 @@ func TestAllowNoCert(t *testing.T) {
 	if err := (ServerOptions{Peers: ca.trust(), AllowNoCert: true}).Validate(); err == nil {
 		t.Fatal("AllowNoCert without Authorize validated")
 	}
+}
+
+// FuzzCheckPeer feeds arbitrary identity frames to checkPeer: it must
+// not panic, and must accept only the one certificate and signature made
+// for this transcript.
+func FuzzCheckPeer(f *testing.F) {
+	ca := newTestCA(f)
+	id := ca.issue("srv1", identity.RoleServer, time.Unix(1<<40, 0))
+	transcript := bytes.Repeat([]byte{7}, 2*nonceSize+2*pubSize)
+	good := identityArgs(id, idLabelServer, transcript)
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Add([]byte{})
+	f.Add(identityArgs(id, idLabelClient, transcript))
+	trust := ca.trust()
+	f.Fuzz(func(t *testing.T, args []byte) {
+		c, err := checkPeer(args, idLabelServer, transcript, trust)
+		if (err == nil) != bytes.Equal(args, good) {
+			t.Fatalf("checkPeer(%x): %v", args, err)
+		}
+		if err == nil && c.Name != "srv1" {
+			t.Fatalf("accepted %s", c)
+		}
+		if err != nil && !errors.Is(err, ErrAuth) {
+			t.Fatalf("error %v is not ErrAuth", err)
+		}
+	})
 }
