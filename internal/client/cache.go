@@ -134,6 +134,19 @@ func (c *stripeCache) get(s, gen uint64) *cacheEntry {
 
 func (c *stripeCache) has(s uint64) bool { return c.entries[s] != nil }
 
+// filling is how many entries are still being read.
+func (c *stripeCache) filling() int {
+	n := 0
+	for _, e := range c.entries {
+		select {
+		case <-e.ready:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
 // filled reports whether the cache holds stripe s at generation gen, read
 // without error.
 func (c *stripeCache) filled(s, gen uint64) bool {

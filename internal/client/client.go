@@ -79,8 +79,10 @@ type Drives interface {
 
 // Options tune the data path.
 type Options struct {
-	// StripesInFlight bounds the stripes being written or read ahead at
-	// once per file (default 8: 8 × (k+m) fragments in flight). A File
+	// StripesInFlight bounds the stripes being written at once per file,
+	// and those being read per sequential stream of a file (readahead fills
+	// its window as stripes arrive, not all at once; default 8: 8 × (k+m)
+	// fragments in flight). A File
 	// writing back in the background may also borrow from a window of
 	// (WriteBehindFactor-1) × StripesInFlight stripes shared by the whole
 	// client, so that one sequential writer, or several writers of one

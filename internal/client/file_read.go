@@ -274,16 +274,26 @@ func (c *Client) fillEntry(ctx context.Context, e *cacheEntry, rec meta.StripeRe
 // stripes from stripe from on (a stream's aheadLocked), up to the stripe
 // that holds the byte before stop (where another reader's part starts,
 // readStreams.limit; -1: none) and the end of the file, as far as the
-// client's read-ahead budget (Options.ReadAheadTotal) allows and the cache
-// has room without letting go of stripes read ahead and not yet read.
+// client's read-ahead budget (Options.ReadAheadTotal) allows, the cache
+// has room without letting go of stripes read ahead and not yet read, and
+// fewer than Options.StripesInFlight stripes per active stream are being
+// read. The window fills as its stripes arrive (each read starts what the
+// bound lets it), not all at once: over a slow link a reader that stops
+// (at the end of its part of a shared file, which the File cannot know)
+// leaves at most the in-flight stripes fetched for nothing, not the
+// window.
 func (f *File) readAhead(from uint64, sb int64, window int, stop int64) {
 	last := (f.mu.size - 1) / sb
 	if stop >= 0 {
 		last = min(last, (stop-1)/sb)
 	}
+	reading, bound := f.mu.cache.filling(), f.c.opts.StripesInFlight*f.mu.streams.active()
 	for s := from; s < from+uint64(window) && int64(s) <= last; s++ {
 		if f.heldLocked(s) {
 			continue
+		}
+		if reading >= bound {
+			return
 		}
 		if !f.mu.cache.room(f.mu.streams.busy(sb)) {
 			return
@@ -298,6 +308,7 @@ func (f *File) readAhead(from uint64, sb int64, window int, stop int64) {
 			return // spent: reads fill what they need themselves
 		}
 		f.fillLocked(recs[s], f.c.aheadDone, false)
+		reading++
 	}
 }
 

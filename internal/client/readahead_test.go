@@ -3,9 +3,11 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/client"
 )
 
@@ -59,5 +61,82 @@ func TestReadAheadBudget(t *testing.T) {
 	}
 	if h := conn.Client.ReadAheadHeld(); h != 0 {
 		t.Fatalf("%d read-ahead stripes still held after every file was closed", h)
+	}
+}
+
+// TestReadAheadInFlight: a sequential reader's read-ahead window fills as
+// its stripes arrive, with at most StripesInFlight stripes being read at
+// once: with the drives holding every read, reads served from stripes
+// already cached start no more than that many new ones (before, every read
+// started one more, up to the whole window, which a reader that stops
+// leaves fetched for nothing). Once the drives answer, every byte arrives.
+func TestReadAheadInFlight(t *testing.T) {
+	const (
+		stripe   = 4 * 64 << 10 // 4+2, 64 KiB units
+		ahead    = 16
+		inFlight = 4
+	)
+	conn := startWith(t, client.Options{ReadAhead: ahead, ReadAheadTotal: 4 * ahead, StripesInFlight: inFlight})
+	ctx := context.Background()
+	w, data := written(t, conn, "f", 48*stripe)
+	f := reopen(t, conn, w)
+	defer f.Close()
+	got := make([]byte, len(data))
+	read := func(s int) {
+		t.Helper()
+		off := s * stripe
+		if k, err := f.ReadAt(ctx, got[off:off+stripe], int64(off)); err != nil || k != stripe {
+			t.Fatalf("stripe %d: %d bytes, %v", s, k, err)
+		}
+	}
+	// Drives that answer at once: the window ramps up and fills (reading
+	// the last stripe again continues the stream and tops the window up).
+	const warm = 6
+	for s := range warm {
+		read(s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	before, _ := f.ReadCounts()
+	for ; before < warm+ahead && time.Now().Before(deadline); before, _ = f.ReadCounts() {
+		read(warm - 1)
+		time.Sleep(time.Millisecond)
+	}
+	if before < warm+ahead {
+		t.Fatalf("%d stripes read after %d: the window did not fill", before, warm)
+	}
+	// Drives that hold every read: the reads below are of stripes the
+	// window holds; each may start read-ahead of one more.
+	var release []func()
+	for _, d := range conn.Drives {
+		release = append(release, d.Hold(drivetest.OpRead))
+	}
+	held := ahead/2 + 1 // well within the stripes cached ahead of the reader
+	var heldErr error
+	for s := warm; s < warm+held-1 && heldErr == nil; s++ {
+		// A read that waits for the drives (its stripe was let go) fails
+		// rather than waiting for ever.
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		off := s * stripe
+		if k, err := f.ReadAt(hctx, got[off:off+stripe], int64(off)); err != nil || k != stripe {
+			heldErr = fmt.Errorf("stripe %d while the drives held reads: %d bytes, %v", s, k, err)
+		}
+		cancel()
+	}
+	after, _ := f.ReadCounts()
+	for _, r := range release {
+		r()
+	}
+	if heldErr != nil {
+		t.Fatal(heldErr)
+	}
+	for s := warm + held - 1; s < 48; s++ {
+		read(s)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("content differs")
+	}
+	t.Logf("%d stripes read ahead of %d reads of cached stripes while the drives held reads", after-before, held-1)
+	if started := after - before; started > inFlight {
+		t.Errorf("%d stripes started while the drives held every read; want at most %d (StripesInFlight)", started, inFlight)
 	}
 }
