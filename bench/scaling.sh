@@ -17,7 +17,9 @@
 # Environment (defaults in the test): POOLFS_SCALING_SERVER_MBIT (32),
 # POOLFS_SCALING_CLIENT_MBIT (256), POOLFS_SCALING_MB (4: MiB each task
 # writes per server), POOLFS_SCALING_MODEL (ssd), POOLFS_SCALING_SCALE
-# (0.005). Needs root, ip, tc, nsenter and PostgreSQL (scripts/deps.sh
+# (0.005), POOLFS_SCALING_CASES (fpp,shared: the IOR cases to run; the
+# table shows 0 for the others), POOLFS_SCALING_META (1; 0 skips the
+# metadata points). Needs root, ip, tc, nsenter and PostgreSQL (scripts/deps.sh
 # test). Bounded: each point writes 4 × SERVERS × MB MiB twice; the whole
 # run is stopped after 20 minutes. Interrupted or not, it leaves no
 # namespace, process or memory-backed drive behind.
@@ -47,8 +49,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 cd "$root"
+tests='^TestScaling(Meta)?Bench$'
+[ "${POOLFS_SCALING_META:-1}" = 0 ] && tests='^TestScalingBench$'
 echo "poolfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
 POOLFS_SCALING=1 POOLFS_SCALING_SERVERS=$servers POOLFS_SCALING_OUT=$out \
-  go test -count=1 -failfast -run '^TestScaling(Meta)?Bench$' -v -timeout 20m ./cmd/poolfs/ 2>&1 |
+  go test -count=1 -failfast -run "$tests" -v -timeout 20m ./cmd/poolfs/ 2>&1 |
   grep --line-buffered -v '^=== RUN' | tee "$out/scaling.log"
 echo "chart: $out/scaling.svg"

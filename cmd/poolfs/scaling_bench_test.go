@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,25 +21,27 @@ import (
 // scalingConfig is one run of the scaling benchmark (bench/scaling.sh sets
 // it through the environment; docs/scaling.md explains the method).
 type scalingConfig struct {
-	Servers    []int   // storage server counts of the sweep
-	ServerMbit int64   // each storage server's link, Mbit/s each way
-	ClientMbit int64   // each client host's link
-	Clients    int     // client hosts
-	TasksPer   int     // IOR tasks per client host
-	DrivesPer  int     // drives per storage server
-	Model      string  // drive speed model of every drive
-	Scale      float64 // its speed factor
-	PerServer  int64   // bytes each task writes per storage server (weak scaling)
-	Scheme     string  // pool scheme
-	Unit       string  // stripe unit
-	Out        string  // directory of the results
+	Servers    []int    // storage server counts of the sweep
+	ServerMbit int64    // each storage server's link, Mbit/s each way
+	ClientMbit int64    // each client host's link
+	Clients    int      // client hosts
+	TasksPer   int      // IOR tasks per client host
+	DrivesPer  int      // drives per storage server
+	Model      string   // drive speed model of every drive
+	Scale      float64  // its speed factor
+	PerServer  int64    // bytes each task writes per storage server (weak scaling)
+	Scheme     string   // pool scheme
+	Unit       string   // stripe unit
+	Cases      []string // IOR cases to run (scalingCases names)
+	Out        string   // directory of the results
 }
 
 func scalingFromEnv(t *testing.T) scalingConfig {
 	t.Helper()
 	c := scalingConfig{Servers: []int{1, 2, 4, 6}, ServerMbit: 32, ClientMbit: 256, Clients: 2, TasksPer: 2,
 		DrivesPer: 4, Model: "ssd", Scale: 0.005, PerServer: 4 << 20, Scheme: "2+1", Unit: "256K",
-		Out: filepath.Join("..", "..", "bench", "out", "scaling")}
+		Cases: []string{"fpp", "shared"},
+		Out:   filepath.Join("..", "..", "bench", "out", "scaling")}
 	env := func(name string, set func(string) error) {
 		if v := os.Getenv("POOLFS_SCALING_" + name); v != "" {
 			if err := set(v); err != nil {
@@ -53,6 +56,15 @@ func scalingFromEnv(t *testing.T) scalingConfig {
 	env("SCALE", func(v string) (err error) { c.Scale, err = strconv.ParseFloat(v, 64); return })
 	env("MODEL", func(v string) error { c.Model = v; return nil })
 	env("OUT", func(v string) error { c.Out = v; return nil })
+	env("CASES", func(v string) error {
+		c.Cases = strings.Split(v, ",")
+		for _, name := range c.Cases {
+			if !slices.ContainsFunc(scalingCases, func(sc scalingCase) bool { return sc.name == name }) {
+				return fmt.Errorf("case %q: want fpp or shared", name)
+			}
+		}
+		return nil
+	})
 	for _, n := range c.Servers {
 		if n < 1 || n > 12 {
 			t.Fatalf("POOLFS_SCALING_SERVERS: %d servers: want 1 to 12", n)
@@ -69,11 +81,14 @@ type scalingPoint struct {
 	Seconds map[string]float64 `json:"seconds"`
 }
 
-// scalingCases are the IOR runs of each point, in table order.
-var scalingCases = []struct {
+// scalingCase is one IOR run of each point.
+type scalingCase struct {
 	name string
 	fpp  bool
-}{{"fpp", true}, {"shared", false}}
+}
+
+// scalingCases are the IOR runs of each point, in table order.
+var scalingCases = []scalingCase{{"fpp", true}, {"shared", false}}
 
 // TestScalingBench is the scaling benchmark: for each storage server
 // count, a cluster over network namespaces (PostgreSQL, mgmt and meta, the
@@ -151,6 +166,9 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	}}
 	p := scalingPoint{Servers: n, BW: map[string]float64{}, Seconds: map[string]float64{}}
 	for _, c := range scalingCases {
+		if !slices.Contains(cfg.Cases, c.name) {
+			continue
+		}
 		task := bench.IORTask{
 			Target:   bench.Target{API: bench.APIPoolfs, Dir: "/ior-" + c.name, Cluster: dir("client")},
 			Transfer: 1 << 20, Block: int64(n) * cfg.PerServer, Segments: 1, FilePerTask: c.fpp,
