@@ -54,15 +54,18 @@
 // plan a read, not to wait for fragments or to copy bytes. Sequential
 // reads take whole stripes through a small per-File cache of
 // reference-counted stripe buffers, read ahead by a window that starts at
-// 4 stripes and doubles up to Options.ReadAhead; any read finds a stripe
-// the cache holds. A File tells apart up to 16 sequential streams
+// 4 stripes and doubles up to Options.ReadAhead and fills as its stripes
+// arrive, with at most Options.StripesInFlight stripes per stream being
+// read; any read finds a stripe the cache holds. A File tells apart up to 16 sequential streams
 // (streams.go: several processes reading one shared file, as IOR's N-to-1
 // read and data loaders do, all go through the mount's one File of the
 // inode): a read continues the stream it is nearest to (two stripes
 // either way of an established stream, twice its own length of a new one,
 // so that random reads are not taken for streams), each stream has its
 // own position, count and read-ahead window, and a read that continues
-// none starts a stream in place of the least recently used. The cache
+// none starts a stream in place of the least recently used. A stream's
+// read-ahead stops where another stream started beyond it (the next
+// reader's part of a segmented file). The cache
 // holds a window for each established stream that read recently (up to
 // Options.ReadAheadTotal), and evicts stripes read through before stripes
 // read ahead and not yet read, those before stripes read in part (the
