@@ -16,7 +16,8 @@
 // share of its packets at random and Block drops only those it sends to
 // one other host (nftables rules in its namespace); RateLimit puts a token
 // bucket (tc tbf) on its interface, and LimitRate (tc.go) on both ends of
-// its link, so that it sends and receives at that rate.
+// its link, so that it sends and receives at that rate, the switch's end
+// queueing PortQueue bytes (1 MiB) as a switch port's buffer does.
 //
 // Lifetime. New registers a t.Cleanup that kills every process the lab
 // started (SIGKILL to its process group) and deletes its namespaces, which

@@ -37,4 +37,11 @@
 // preallocated space succeeds on a pool another file filled. Reconstruct
 // (rebuild, resync, rebalance) may fill a drive to its capacity: the room
 // above the limit is kept for it.
+//
+// A Dialer keeps one RPC client per server address. The dialer of a
+// client's data path (NewClientDialer) keeps at most ClientCallsPerDrive
+// calls in flight per drive of a server (counted in the map when it first
+// dials the server); more wait their turn. Each call in flight is a TCP
+// connection, and many converging on one server's link overflow the
+// switch port in front of it (dialer.go).
 package storage
