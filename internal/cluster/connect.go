@@ -54,8 +54,8 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	var metaRC *rpc.Client
 	if info.Meta == "" { // a machine that joined: the map names the metadata servers
 		metaRC, err = dialMeta(ctx, mc, secret, cr)
-	} else { // `poolfs up`: the metadata service shares the management service's address
-		metaRC, err = rpc.Dial(info.Meta, secret, rpc.ClientOptions{Errors: allErrors()})
+	} else { // `poolfs up` (its metadata service shares mgmt's address), or a server cluster.json names
+		metaRC, err = rpc.Dial(info.Meta, secret, cr.client(rpc.ClientOptions{Errors: allErrors()}, identity.RoleMgmt, identity.RoleMeta))
 	}
 	if err != nil {
 		mclose()
