@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"poolfs/internal/client"
@@ -51,6 +53,15 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s (is `poolfs up` running?): %w", info.Mgmt, err)
 	}
+	stopRevocations := func() error { return nil }
+	if cr.ca != nil { // refuse revoked metadata and storage servers on new connections
+		rctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		rev := &revocations{}
+		rev.follow(rctx, &wg, mc.Revoked, slog.New(slog.DiscardHandler))
+		cr.revoked = rev.revoked
+		stopRevocations = func() error { cancel(); wg.Wait(); return nil }
+	}
 	var metaRC *rpc.Client
 	if info.Meta == "" { // a machine that joined: the map names the metadata servers
 		metaRC, err = dialMeta(ctx, mc, secret, cr)
@@ -58,12 +69,13 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		metaRC, err = rpc.Dial(info.Meta, secret, cr.client(rpc.ClientOptions{Errors: allErrors()}, identity.RoleMgmt, identity.RoleMeta))
 	}
 	if err != nil {
+		stopRevocations()
 		mclose()
 		return nil, fmt.Errorf("cluster: connect to the metadata service: %w", err)
 	}
 	dialer := storage.NewClientDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
 	c := &Conn{Info: info, Mgmt: mc, Meta: metarpc.NewClient(metaRC), secret: secret, creds: cr}
-	c.closers = append(c.closers, dialer.Close, mclose, metaRC.Close)
+	c.closers = append(c.closers, stopRevocations, dialer.Close, mclose, metaRC.Close)
 	// Read repairs are counted by the management service, in batches.
 	repairs := mgmt.NewRepairBatcher(c.Mgmt, time.Second)
 	if prev := opts.OnRepair; prev != nil {

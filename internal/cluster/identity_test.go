@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/client"
 	"poolfs/internal/identity"
 	"poolfs/internal/meta/pgtest"
 	"poolfs/internal/mgmt"
@@ -303,6 +304,103 @@ func TestCreateKeepsKeysPrivate(t *testing.T) {
 			if len(seed) != 32 || bytes.Contains(raw, []byte(hex.EncodeToString(seed))) || bytes.Contains(raw, []byte(base64.StdEncoding.EncodeToString(seed))) {
 				t.Fatalf("a token holds %s", f)
 			}
+		}
+	}
+}
+
+// TestClientRefusesRevokedServer: a client (Connect) follows the
+// revocation list: once storage server s1 is revoked, the client's new
+// connections to it are refused.
+func TestClientRefusesRevokedServer(t *testing.T) {
+	url := pgtest.Start(t)
+	ctx := context.Background()
+	root := t.TempDir()
+	first := filepath.Join(root, "first")
+	if _, err := Create(first, "id", "127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := StartMgmt(ctx, MgmtConfig{Dir: first, DB: url, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	info, secret, err := ReadInfo(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info.Mgmt = m.Addr
+	if err := writeInfo(first, info); err != nil {
+		t.Fatal(err)
+	}
+	join := func(name, class string) string {
+		tok, err := ReadToken(first, class)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok.Mgmt = m.Addr
+		dir := filepath.Join(root, name)
+		if err := Join(dir, tok); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	srv := join("srv", classServer)
+	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	// A metadata service for Connect to find: an RPC server of a meta
+	// certificate, announced to the management service.
+	md := join("meta", classServer)
+	if err := EnsureIdentity(ctx, md, identity.RoleMeta, "meta"); err != nil {
+		t.Fatal(err)
+	}
+	mcr, err := loadCreds(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := rpc.NewServer(secret, mcr.server(rpc.ServerOptions{}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ms.Serve(ln)
+	t.Cleanup(func() { ms.Close() })
+	if err := AnnounceMeta(ctx, md, ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := Connect(ctx, join("host", classClient), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dialS1 := func() error {
+		rc, err := rpc.Dial(s.Addr, secret, conn.creds.client(rpc.ClientOptions{}, identity.RoleServer))
+		if err == nil {
+			rc.Close()
+		}
+		return err
+	}
+	if err := dialS1(); err != nil {
+		t.Fatalf("client dialing s1 before the revocation: %v", err)
+	}
+	admin, mclose, err := DialMgmt(info, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mclose()
+	if err := admin.Revoke(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * revokedEvery); ; time.Sleep(100 * time.Millisecond) {
+		err := dialS1()
+		if errors.Is(err, rpc.ErrAuth) && strings.Contains(err.Error(), "revoked") {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("client dialing s1 after its revocation: %v, want it refused as revoked", err)
 		}
 	}
 }
