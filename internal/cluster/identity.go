@@ -329,3 +329,14 @@ func mgmtEnroll(dir string) rpc.HandlerFunc {
 	client, _ := readEnrollCredential(dir, classClient)
 	return enrollHandler(ca, server, client)
 }
+
+// storageAuthorize is a storage server's policy by the caller's role:
+// reconstructing stripes onto its drives and injecting faults are for the
+// management service and administering machines (rebuild, fsck) and other
+// servers, not clients; reading and writing fragments is for every node.
+func storageAuthorize(method string, peer *identity.Cert) error {
+	if (method == "storage.Reconstruct" || method == "storage.Fault") && (peer == nil || (peer.Role != identity.RoleMgmt && peer.Role != identity.RoleServer)) {
+		return fmt.Errorf("%s is for management and storage servers, not %s", method, peer)
+	}
+	return nil
+}

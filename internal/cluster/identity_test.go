@@ -162,6 +162,32 @@ func TestEnrolmentAndRoles(t *testing.T) {
 		t.Fatalf("expired certificate: %v, want ErrAuth", err)
 	}
 
+	// A client may not reconstruct stripes on a storage server; a server may.
+	_, secret, _ := ReadInfo(host)
+	hostCreds, err := loadCreds(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvCreds, err := loadCreds(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		who       string
+		cr        creds
+		forbidden bool
+	}{{"client", hostCreds, true}, {"server", srvCreds, false}} {
+		rc, err := rpc.Dial(s.Addr, secret, tc.cr.client(rpc.ClientOptions{}, identity.RoleServer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = rc.Call(ctx, "storage.Reconstruct", struct{}{}, nil, nil)
+		rc.Close()
+		if errors.Is(err, rpc.ErrForbidden) != tc.forbidden {
+			t.Fatalf("%s calling storage.Reconstruct: %v", tc.who, err)
+		}
+	}
+
 	// Revocation: a client may not revoke; the first host revokes the
 	// client, and the management service and the storage server refuse
 	// it, on its open connection and on new ones.
@@ -174,11 +200,6 @@ func TestEnrolmentAndRoles(t *testing.T) {
 	}
 	hostName := identityOf(t, host).Cert.Name
 	if err := admin.Revoke(ctx, hostName); err != nil {
-		t.Fatal(err)
-	}
-	_, secret, _ := ReadInfo(host)
-	hostCreds, err := loadCreds(host)
-	if err != nil {
 		t.Fatal(err)
 	}
 	refused := func(what string, try func() error) {
