@@ -35,20 +35,19 @@ func issueFrom(t *testing.T, first, dir string, role identity.Role, name string)
 	}
 }
 
-// TestEnrolmentAndRoles: over a real management service, a client token
-// enrols a client and nothing else; a client certificate reads the map
-// but cannot register drives or change the map; a server token's storage
-// server registers its drives; certificates of another CA or expired are
-// refused; every key and certificate file is 0600.
-func TestEnrolmentAndRoles(t *testing.T) {
+// identityCluster makes a cluster (its CA, identities and tokens) in a
+// new directory, starts its management service over a new PostgreSQL
+// server, and returns the first host's directory, the service, and join,
+// which makes a machine's directory beside first with the token of class.
+func identityCluster(t *testing.T) (first string, m *MgmtNode, join func(name, class string) string) {
+	t.Helper()
 	url := pgtest.Start(t)
-	ctx := context.Background()
 	root := t.TempDir()
-	first := filepath.Join(root, "first")
+	first = filepath.Join(root, "first")
 	if _, err := Create(first, "id", "127.0.0.1:1"); err != nil {
 		t.Fatal(err)
 	}
-	m, err := StartMgmt(ctx, MgmtConfig{Dir: first, DB: url, Listen: "127.0.0.1:0"})
+	m, err := StartMgmt(context.Background(), MgmtConfig{Dir: first, DB: url, Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +60,7 @@ func TestEnrolmentAndRoles(t *testing.T) {
 	if err := writeInfo(first, info); err != nil {
 		t.Fatal(err)
 	}
-	join := func(name, class string) string {
+	join = func(name, class string) string {
 		tok, err := ReadToken(first, class)
 		if err != nil {
 			t.Fatal(err)
@@ -73,6 +72,17 @@ func TestEnrolmentAndRoles(t *testing.T) {
 		}
 		return dir
 	}
+	return first, m, join
+}
+
+// TestEnrolmentAndRoles: over a real management service, a client token
+// enrols a client and nothing else; a client certificate reads the map
+// but cannot register drives or change the map; a server token's storage
+// server registers its drives; certificates of another CA or expired are
+// refused; every key and certificate file is 0600.
+func TestEnrolmentAndRoles(t *testing.T) {
+	ctx := context.Background()
+	first, m, join := identityCluster(t)
 	dial := func(dir string) (*mgmt.Client, error) {
 		info, secret, err := ReadInfo(dir)
 		if err != nil {
@@ -87,7 +97,7 @@ func TestEnrolmentAndRoles(t *testing.T) {
 
 	// A client token does not enrol a server, and leaves no identity.
 	host := join("host", classClient)
-	err = EnsureIdentity(ctx, host, identity.RoleServer, "s1")
+	err := EnsureIdentity(ctx, host, identity.RoleServer, "s1")
 	if !errors.Is(err, rpc.ErrForbidden) || !strings.Contains(err.Error(), "a client token enrols clients only") {
 		t.Fatalf("client token enrolling a server: %v", err)
 	}
@@ -138,7 +148,7 @@ func TestEnrolmentAndRoles(t *testing.T) {
 	}
 
 	// Another cluster's certificate, and an expired one, are refused.
-	stranger := filepath.Join(root, "stranger")
+	stranger := filepath.Join(filepath.Dir(first), "stranger")
 	if _, err := Create(stranger, "", m.Addr); err != nil {
 		t.Fatal(err)
 	}
@@ -333,37 +343,11 @@ func TestCreateKeepsKeysPrivate(t *testing.T) {
 // revocation list: once storage server s1 is revoked, the client's new
 // connections to it are refused.
 func TestClientRefusesRevokedServer(t *testing.T) {
-	url := pgtest.Start(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	first := filepath.Join(root, "first")
-	if _, err := Create(first, "id", "127.0.0.1:1"); err != nil {
-		t.Fatal(err)
-	}
-	m, err := StartMgmt(ctx, MgmtConfig{Dir: first, DB: url, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	first, _, join := identityCluster(t)
 	info, secret, err := ReadInfo(first)
 	if err != nil {
 		t.Fatal(err)
-	}
-	info.Mgmt = m.Addr
-	if err := writeInfo(first, info); err != nil {
-		t.Fatal(err)
-	}
-	join := func(name, class string) string {
-		tok, err := ReadToken(first, class)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok.Mgmt = m.Addr
-		dir := filepath.Join(root, name)
-		if err := Join(dir, tok); err != nil {
-			t.Fatal(err)
-		}
-		return dir
 	}
 	srv := join("srv", classServer)
 	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})

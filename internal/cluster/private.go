@@ -1,13 +1,14 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"poolfs/internal/privfile"
 )
 
 // Everything under a cluster directory is its owner's only. The drives
@@ -35,39 +36,9 @@ func openPrivate(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, privateFileMode)
 }
 
-// writePrivate replaces path with b atomically and durably: a new 0600
-// temp file (never one left by an older version, whose mode rename would
-// keep), fsynced, renamed over path, the directory fsynced.
-func writePrivate(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, privateFileMode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// writePrivate replaces path with b atomically and durably, 0600
+// (privfile.Write).
+func writePrivate(path string, b []byte) error { return privfile.Write(path, b) }
 
 // tightenDepth is how deep tightenDir looks: the cluster directory (0), its
 // files and drives/ (1), the drive directories (2) and their LOCK, FORMAT

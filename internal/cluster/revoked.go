@@ -49,20 +49,7 @@ func (r *revocations) follow(ctx context.Context, wg *sync.WaitGroup, fetch func
 		r.names.Store(&m)
 	}
 	refresh()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(revokedEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				refresh()
-			}
-		}
-	}()
+	every(ctx, wg, revokedEvery, func(context.Context) { refresh() })
 }
 
 // revokedAuthorize refuses every call of a revoked node.

@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
 	"syscall"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"poolfs/internal/privfile"
 )
 
 // Role is what a user may do: RoleAdmin sees and acts, RoleReadOnly only
@@ -142,25 +143,7 @@ func (u *Users) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(u.path), ".users-*")
-	if err != nil {
-		return fmt.Errorf("dashboard: save users: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(b)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), u.path)
-	}
-	if err != nil {
+	if err := privfile.Write(u.path, b); err != nil {
 		return fmt.Errorf("dashboard: save users: %w", err)
 	}
 	if fi, err := os.Stat(u.path); err == nil {

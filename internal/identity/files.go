@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"poolfs/internal/privfile"
 )
 
 // File names in a node's directory. Every one is written with mode 0600.
@@ -21,27 +23,10 @@ const (
 // ErrNoIdentity is returned when a directory holds no CA or no identity.
 var ErrNoIdentity = errors.New("identity: none here")
 
-// writePrivate writes b to path with mode 0600 through a temporary file,
-// so a reader never sees half a key and an old file's mode is not kept.
+// writePrivate writes b to path, 0600, atomically (privfile.Write).
 func writePrivate(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".identity-*")
-	if err != nil {
-		return fmt.Errorf("identity: write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err = tmp.Chmod(0o600); err == nil {
-		if _, err = tmp.Write(b); err == nil {
-			err = tmp.Sync()
-		}
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("identity: write %s: %w", path, err)
+	if err := privfile.Write(path, b); err != nil {
+		return fmt.Errorf("identity: %w", err)
 	}
 	return nil
 }

@@ -8,8 +8,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"poolfs/internal/privfile"
 )
 
 // The file format, all integers little-endian:
@@ -125,27 +126,8 @@ func Decode(data []byte) (*Store, error) {
 // Save writes the store to path atomically (a temporary file renamed over
 // it), readable by its owner only.
 func (s *Store) Save(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".history-*")
-	if err != nil {
+	if err := privfile.WriteWith(path, func(w io.Writer) error { return s.Encode(w) }); err != nil {
 		return fmt.Errorf("history: save: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("history: save: %w", err)
-	}
-	err = s.Encode(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("history: save %s: %w", path, err)
 	}
 	return nil
 }
