@@ -47,6 +47,11 @@ waitmount "$work/mnt" "$work/lbm"
 rates() {
   local out="$work/r.json" d="$1/t$RANDOM$RANDOM"
   mkdir "$d"
+  # Each run starts with nothing dirty: the previous run's data (poolfs's
+  # drives and the local runs share this disk) written back now does not
+  # slow this one's creates (the local file system's swung 3,000-26,000/s
+  # with whatever writeback was under way).
+  sync
   "$bin" bench mdtest --dir "$d" -F -n "$items" -w "$2" -N "$3" --json "$out" >/dev/null
   python3 - "$out" <<'PY'
 import json, sys
