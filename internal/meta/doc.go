@@ -13,6 +13,8 @@
 // concurrent Updates into one durable transaction; the PostgreSQL engine
 // (package postgres) runs SERIALIZABLE and retries serialization failures.
 // Any engine passes package metatest, which every engine's test runs.
+// An engine whose Gets each cost a round trip implements Prefetcher, and
+// operations on hot paths (create) prefetch the keys they will read.
 //
 // # Tutorial
 //

@@ -45,6 +45,16 @@ type Tx interface {
 	Scan(start, end []byte, limit int, fn func(key, value []byte) bool) error
 }
 
+// Prefetcher is a Tx that reads several keys in one request to its
+// server. Prefetch reads keys (present or absent) into the transaction, so
+// that their Gets ask the server nothing more; it is a hint with Get's
+// semantics: the values are those Get would return at that point, and a
+// key written in the transaction afterwards reads as written. An engine
+// whose Gets are cheap need not implement it.
+type Prefetcher interface {
+	Prefetch(keys ...[]byte) error
+}
+
 // Dialect is what differs between engines, as data rather than branches.
 type Dialect struct {
 	Name string // "sqlite", "postgres"

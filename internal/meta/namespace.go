@@ -105,6 +105,16 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 	}
 	var a, pa Attr
 	err := s.update(ctx, func(o *op) error {
+		// The number first, so that every key the create reads is known
+		// and read in one request (a number taken by a create that fails
+		// is never used: numbers are unique, not dense).
+		ino, err := o.s.inos.take(o)
+		if err != nil {
+			return err
+		}
+		if err := o.prefetch(inodeKey(parent), direntKey(parent, name), inodesKey(byte(ino%shards))); err != nil {
+			return err
+		}
 		p, err := o.dir(parent)
 		if err != nil {
 			return err
@@ -116,10 +126,6 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 			if ok {
 				err = ErrExist
 			}
-			return err
-		}
-		ino, err := o.s.inos.take(o)
-		if err != nil {
 			return err
 		}
 		n := inode{Attr: Attr{Ino: Ino(ino), Type: typ, Mode: in.Mode, Uid: in.Uid, Gid: in.Gid, Nlink: 1,

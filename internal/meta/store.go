@@ -78,6 +78,15 @@ func (s *Store) view(ctx context.Context, fn func(o *op) error) error {
 
 func (o *op) onCommit(f func()) { o.commit = append(o.commit, f) }
 
+// prefetch reads keys in one request when the engine can (Prefetcher):
+// the keys the transaction is about to Get.
+func (o *op) prefetch(keys ...[]byte) error {
+	if p, ok := o.tx.(Prefetcher); ok {
+		return p.Prefetch(keys...)
+	}
+	return nil
+}
+
 // get returns the value of k, or (nil, false) if it is missing.
 func (o *op) get(k []byte) ([]byte, bool, error) {
 	v, err := o.tx.Get(k)

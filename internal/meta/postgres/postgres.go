@@ -14,7 +14,10 @@
 //
 // Writes wait in the transaction and go to the server in one batch when
 // it commits (or before a Scan), so an update costs its reads and two more
-// round trips, not one per key written.
+// round trips, not one per key written. Reads a Store operation knows in
+// advance come in one statement sent with BEGIN (Prefetch, prefetch.go):
+// a create is two round trips. Stats (stats.go) counts round trips,
+// statements and conflict retries.
 //
 // Durability is the server's: a commit returns after the WAL flush
 // (synchronous_commit=on, the default), or, with synchronous_commit=off in
@@ -56,6 +59,7 @@ type Engine struct {
 	cfg   *pgx.ConnConfig
 	owner binding       // the database's owner (owner.go)
 	sem   chan struct{} // one token per open connection allowed
+	stats counters      // stats.go
 	mu    struct {
 		sync.Mutex
 		idle   []*pgx.Conn // guarded by mu
@@ -187,8 +191,12 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := e.run(ctx, beginUpdate, true, fn)
 		if !errors.Is(err, meta.ErrRetry) {
+			if err == nil {
+				e.stats.updates.Add(1)
+			}
 			return err
 		}
+		e.stats.retries.Add(1)
 		if attempt == maxAttempts {
 			return fmt.Errorf("postgres: gave up after %d attempts: %w", attempt, err)
 		}

@@ -35,7 +35,7 @@ func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta
 		return err
 	}
 	defer e.release(c)
-	t := &txn{ctx: ctx, c: c, begin: begin, write: write}
+	t := &txn{e: e, ctx: ctx, c: c, begin: begin, write: write}
 	err = fn(t)
 	if err == nil {
 		err = t.flush(true)
@@ -43,6 +43,7 @@ func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta
 	if err != nil {
 		if !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
 			rctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+			e.sent(1)
 			c.Exec(rctx, `ROLLBACK`) //nolint:errcheck // release closes a connection still in a transaction
 			cancel()
 		}
@@ -71,6 +72,7 @@ func conflict(err error) error {
 // order (so that two transactions writing the same keys lock them in the
 // same order). Gets see pending writes first.
 type txn struct {
+	e       *Engine
 	ctx     context.Context
 	c       *pgx.Conn
 	begin   string // the BEGIN statement, sent with the first statement
@@ -78,6 +80,7 @@ type txn struct {
 	write   bool
 	failed  error             // first statement error (a conflict: ErrRetry); the tx must not commit
 	pending map[string][]byte // key -> value to write; nil: delete
+	read    map[string][]byte // key -> value prefetched; nil: absent
 }
 
 var _ meta.Tx = (*txn)(nil)
@@ -104,14 +107,22 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		}
 		return append([]byte{}, v...), nil
 	}
+	if v, ok := t.read[string(key)]; ok {
+		if v == nil {
+			return nil, meta.ErrNoKey
+		}
+		return append([]byte{}, v...), nil
+	}
 	var v []byte
 	var err error
 	if t.begun {
+		t.e.sent(1)
 		err = t.c.QueryRow(t.ctx, getSQL, key).Scan(&v)
 	} else {
 		b := &pgx.Batch{}
 		b.Queue(t.begin)
 		b.Queue(getSQL, key)
+		t.e.sent(b.Len())
 		br := t.c.SendBatch(t.ctx, b)
 		if _, err = br.Exec(); err == nil {
 			t.begun = true
@@ -192,6 +203,7 @@ func (t *txn) flush(commit bool) error {
 		b.Queue(`COMMIT`)
 	}
 	clear(t.pending)
+	t.e.sent(b.Len())
 	br := t.c.SendBatch(t.ctx, b)
 	for i := range b.Len() {
 		tag, err := br.Exec()
@@ -225,6 +237,7 @@ func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool
 		return err
 	}
 	if !t.begun {
+		t.e.sent(1)
 		if _, err := t.c.Exec(t.ctx, t.begin); err != nil {
 			return t.check(wrap("begin", err))
 		}
@@ -233,6 +246,7 @@ func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool
 	return meta.ScanChunks(start, limit, scanChunk, func(start []byte, n int) ([]meta.Pair, error) {
 		var rows pgx.Rows
 		var err error
+		t.e.sent(1)
 		if end == nil {
 			rows, err = t.c.Query(t.ctx, `SELECT k, v FROM kv WHERE k >= $1 ORDER BY k LIMIT $2`, start, n)
 		} else {

@@ -1,0 +1,32 @@
+package postgres
+
+import "sync/atomic"
+
+// Stats counts the engine's work since Open: what a metadata operation
+// costs on the wire, and how often concurrent writers collide.
+type Stats struct {
+	RoundTrips uint64 // requests sent to the server and waited for (a batch is one)
+	Statements uint64 // SQL statements sent (BEGIN and COMMIT included)
+	Updates    uint64 // Update calls that committed
+	Retries    uint64 // Update attempts run again after a conflict
+}
+
+type counters struct {
+	roundTrips, statements, updates, retries atomic.Uint64
+}
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() Stats {
+	return Stats{
+		RoundTrips: e.stats.roundTrips.Load(),
+		Statements: e.stats.statements.Load(),
+		Updates:    e.stats.updates.Load(),
+		Retries:    e.stats.retries.Load(),
+	}
+}
+
+// sent counts one round trip carrying n statements.
+func (e *Engine) sent(n int) {
+	e.stats.roundTrips.Add(1)
+	e.stats.statements.Add(uint64(n))
+}
