@@ -94,6 +94,16 @@ func TestPrefetch(t *testing.T) {
 		if _, err := tx.Get([]byte("a")); !errors.Is(err, meta.ErrNoKey) {
 			return fmt.Errorf("get a after delete: %v, want ErrNoKey", err)
 		}
+		// A Scan sends the writes to the server; they still win.
+		if err := tx.Scan([]byte("z"), nil, 1, func(_, _ []byte) bool { return true }); err != nil {
+			return err
+		}
+		if _, err := tx.Get([]byte("a")); !errors.Is(err, meta.ErrNoKey) {
+			return fmt.Errorf("get a after delete and scan: %v, want ErrNoKey", err)
+		}
+		if v, err := tx.Get([]byte("b")); err != nil || !bytes.Equal(v, []byte("2")) {
+			return fmt.Errorf("get b after put and scan: %q, %v", v, err)
+		}
 		return nil
 	})
 	if err != nil {

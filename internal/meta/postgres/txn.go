@@ -193,10 +193,14 @@ func (t *txn) flush(commit bool) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if v := t.pending[k]; v != nil {
+		v := t.pending[k]
+		if v != nil {
 			b.Queue(putSQL, []byte(k), v)
 		} else {
 			b.Queue(deleteSQL, []byte(k))
+		}
+		if _, ok := t.read[k]; ok {
+			t.read[k] = v // what was prefetched is superseded
 		}
 	}
 	if commit {
