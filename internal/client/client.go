@@ -223,7 +223,8 @@ type Client struct {
 		m       *clustermap.Map
 		fetched time.Time // when m was last fetched
 		pgmaps  map[uint32]*placement.PGMap
-		avoidPG map[uint32]avoidPG // placement around avoided servers (unreachable.go)
+		avoidPG map[uint32]avoidPG  // placement around avoided servers (unreachable.go)
+		orders  map[uint32]*orderOf // stripe → PG order of a pool's map (stripe_order.go)
 	}
 }
 
@@ -273,6 +274,7 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 		folds:       make(chan struct{}, opts.FoldsInFlight),
 		unreach:     newUnreachables()}
 	c.mu.avoidPG = map[uint32]avoidPG{}
+	c.mu.orders = map[uint32]*orderOf{}
 	c.space = newSpaceGate(m)
 	return c
 }

@@ -11,7 +11,6 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
-	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
 	"poolfs/internal/stripeio"
@@ -71,6 +70,8 @@ func driveGone(err error) bool {
 }
 
 // placeAndWrite picks the drives of the stripe's PG at the current epoch
+// (the map's stripe order: consecutive stripes of a file spread evenly
+// over servers and drives; the PG is stored in the record)
 // and writes the k+m sealed fragments of a new generation to them in
 // parallel. On error the fragments written are deleted (best effort).
 func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, s, l int) (meta.StripeRec, error) {
@@ -78,7 +79,7 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 	if err != nil {
 		return meta.StripeRec{}, err
 	}
-	pg := placement.PGOf(lay.Pool, uint64(ino), stripe, len(pm.Sets))
+	pg := c.stripeOrder(lay.Pool, pm).PG(uint64(ino), stripe)
 	set := pm.Sets[pg]
 	if len(set) < lay.K+lay.M {
 		return meta.StripeRec{}, fmt.Errorf("client: PG %d of pool %d has %d drives, layout needs %d+%d",

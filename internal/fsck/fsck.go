@@ -130,13 +130,16 @@ type run struct {
 	rep   *Report
 	frags map[sid]map[uint64][]loc // fragments found, by stripe and generation
 	seen  map[sid]map[uint64]bool  // generations named by a record (or restored)
+	// orders is the stripe order of each pool's map (rebuild.go).
+	orders map[uint32]*placement.StripeOrder
 }
 
 // Run checks the cluster and, as o asks, repairs it. It returns an error
 // only when it cannot go on (the store unreachable); what is wrong with
 // the cluster is in the report.
 func (c *Checker) Run(ctx context.Context, o Options) (*Report, error) {
-	r := &run{c: c, o: o, rep: &Report{}, frags: map[sid]map[uint64][]loc{}, seen: map[sid]map[uint64]bool{}}
+	r := &run{c: c, o: o, rep: &Report{}, frags: map[sid]map[uint64][]loc{}, seen: map[sid]map[uint64]bool{},
+		orders: map[uint32]*placement.StripeOrder{}}
 	r.progress(Progress{Phase: "namespace"})
 	probs, err := c.Store.CheckNamespace(ctx, o.Repair)
 	if err != nil {

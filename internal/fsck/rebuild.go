@@ -108,7 +108,12 @@ func (r *run) verify(ctx context.Context, a meta.Attr, s sid, gen uint64) (meta.
 	if err != nil {
 		return meta.StripeRec{}, err
 	}
-	pg := placement.PGOf(first.Pool, uint64(s.ino), s.stripe, len(pm.Sets))
+	o := r.orders[first.Pool]
+	if o == nil {
+		o = placement.NewStripeOrder(pm)
+		r.orders[first.Pool] = o
+	}
+	pg := stripePG(pm, o, first.Pool, uint64(s.ino), s.stripe, good)
 	rec := meta.StripeRec{Stripe: s.stripe, Gen: gen, PG: pg, Len: first.StripeLen, ShardSize: first.ShardSize,
 		Drives: make([]uint32, first.K+first.M), K: first.K}
 	used := map[placement.DriveID]bool{}
@@ -150,4 +155,26 @@ func (r *run) readFragment(ctx context.Context, l loc, key erasure.FragmentKey) 
 		return erasure.Header{}, fmt.Errorf("%w: fragment %v holds %v", erasure.ErrCorrupt, key, h.Key)
 	}
 	return h, nil
+}
+
+// stripePG returns the PG of a stripe whose record is lost: where the
+// map's stripe order puts it (placement.StripeOrder, how clients place
+// stripes) or where the uniform hash that placed stripes before the order
+// put it (placement.PGOf: files written then keep their PGs), whichever
+// PG's drives hold more of the fragments found (the order's on a tie).
+func stripePG(pm *placement.PGMap, o *placement.StripeOrder, pool uint32, ino, stripe uint64, good map[int]placement.DriveID) uint32 {
+	held := func(pg uint32) int {
+		n := 0
+		for _, d := range good {
+			if slices.Contains(pm.Sets[pg], d) {
+				n++
+			}
+		}
+		return n
+	}
+	pg, old := o.PG(ino, stripe), placement.PGOf(pool, ino, stripe, len(pm.Sets))
+	if held(old) > held(pg) {
+		return old
+	}
+	return pg
 }
