@@ -91,6 +91,7 @@ func BenchmarkCreateParallel(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
 	b.ReportMetric(float64(st.RoundTrips-before.RoundTrips)/float64(b.N), "roundtrips/create")
 	b.ReportMetric(float64(st.Retries-before.Retries)/float64(b.N), "retries/create")
+	b.ReportMetric(float64(st.Groups-before.Groups)/float64(b.N), "groups/create")
 }
 
 // BenchmarkCreateUnlink creates a file and removes it again.

@@ -60,6 +60,7 @@ type Engine struct {
 	owner binding       // the database's owner (owner.go)
 	sem   chan struct{} // one token per open connection allowed
 	stats counters      // stats.go
+	group groupQueue    // group commit (group.go)
 	mu    struct {
 		sync.Mutex
 		idle   []*pgx.Conn // guarded by mu
@@ -185,8 +186,9 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// Update runs fn in a SERIALIZABLE transaction, retrying on conflicts.
-func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
+// updateAlone runs fn in a SERIALIZABLE transaction of its own,
+// retrying on conflicts.
+func (e *Engine) updateAlone(ctx context.Context, fn func(meta.Tx) error) error {
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := e.run(ctx, beginUpdate, true, fn)

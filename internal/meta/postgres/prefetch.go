@@ -18,6 +18,9 @@ func (t *txn) Prefetch(keys ...[]byte) error {
 	}
 	want := make([][]byte, 0, len(keys))
 	for _, k := range keys {
+		if _, ok := t.layer[string(k)]; ok {
+			continue
+		}
 		if _, ok := t.pending[string(k)]; ok {
 			continue
 		}

@@ -8,11 +8,12 @@ type Stats struct {
 	RoundTrips uint64 // requests sent to the server and waited for (a batch is one)
 	Statements uint64 // SQL statements sent (BEGIN and COMMIT included)
 	Updates    uint64 // Update calls that committed
+	Groups     uint64 // transactions that committed several Update calls
 	Retries    uint64 // Update attempts run again after a conflict
 }
 
 type counters struct {
-	roundTrips, statements, updates, retries atomic.Uint64
+	roundTrips, statements, updates, groups, retries atomic.Uint64
 }
 
 // Stats returns the engine's counters.
@@ -21,6 +22,7 @@ func (e *Engine) Stats() Stats {
 		RoundTrips: e.stats.roundTrips.Load(),
 		Statements: e.stats.statements.Load(),
 		Updates:    e.stats.updates.Load(),
+		Groups:     e.stats.groups.Load(),
 		Retries:    e.stats.retries.Load(),
 	}
 }

@@ -81,6 +81,11 @@ type txn struct {
 	failed  error             // first statement error (a conflict: ErrRetry); the tx must not commit
 	pending map[string][]byte // key -> value to write; nil: delete
 	read    map[string][]byte // key -> value prefetched; nil: absent
+	// layer holds the writes of the function running in a group
+	// transaction (group.go), nil outside one; layerSent is set when a
+	// flush sent them to the server (they can no longer be dropped).
+	layer     map[string][]byte
+	layerSent bool
 }
 
 var _ meta.Tx = (*txn)(nil)
@@ -101,6 +106,12 @@ func (t *txn) check(err error) error {
 }
 
 func (t *txn) Get(key []byte) ([]byte, error) {
+	if v, ok := t.layer[string(key)]; ok {
+		if v == nil {
+			return nil, meta.ErrNoKey
+		}
+		return append([]byte{}, v...), nil
+	}
 	if v, ok := t.pending[string(key)]; ok {
 		if v == nil {
 			return nil, meta.ErrNoKey
@@ -163,6 +174,10 @@ func (t *txn) Delete(key []byte) error {
 }
 
 func (t *txn) buffer(key, value []byte) {
+	if t.layer != nil {
+		t.layer[string(key)] = value
+		return
+	}
 	if t.pending == nil {
 		t.pending = make(map[string][]byte)
 	}
@@ -179,6 +194,10 @@ var errRolledBack = errors.New("postgres: transaction failed, commit rolled back
 func (t *txn) flush(commit bool) error {
 	if t.failed != nil {
 		return t.failed
+	}
+	if len(t.layer) > 0 {
+		t.mergeLayer()
+		t.layerSent = true
 	}
 	if !t.begun && len(t.pending) == 0 {
 		return nil
