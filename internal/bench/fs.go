@@ -250,7 +250,9 @@ func (p *poolFS) Create(ctx context.Context, name string, excl bool) (File, erro
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
-	f, err := p.conn.Client.Open(ctx, a.Ino, p.abs(name))
+	// The create (or lookup) returned the current attributes: the handle
+	// needs no Getattr.
+	f, err := p.conn.Client.OpenAttr(a, p.abs(name))
 	if err != nil {
 		return nil, err
 	}
