@@ -9,8 +9,8 @@
 // of file ino goes to PG StripeOrder.PG(ino, s): consecutive stripes of a
 // file take consecutive PGs of a cycle through all PGs that a greedy walk
 // over the map arranges so that every run of consecutive PGs puts fragments
-// on each server (deepest failure domain) and drive in proportion to its
-// share, within a few fragments (round-robin striping, as Lustre's over
+// on each server (deepest failure domain) in proportion to its share, within
+// a few fragments (round-robin striping, as Lustre's over
 // OSTs). The cycle depends on the map, so a stripe's PG is recorded when it
 // is written and never recomputed. Stripes written before the order came
 // were placed by PGOf, a uniform hash of (pool, ino, stripe); their records
@@ -54,7 +54,7 @@
 //     new drive is accepted, and then exactly one drive leaves; about
 //     1/(N+1) of all fragment slots move (measured 0.418% for 240 → 241).
 //   - Even striping: the N consecutive stripes of one file put at most 5
-//     fragments more than its share on any server or drive, for pools of 4
+//     fragments more than its share on any server, for pools of 4
 //     to 60 drives over 2 to 10 servers at N giving each server about 32
 //     (the uniform hash: 8 to 20 more; stripe_order_test.go).
 //   - Balance: with DefaultPGs, each drive's share of fragment slots is

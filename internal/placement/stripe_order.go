@@ -18,9 +18,12 @@ const seedStart = 0x57a1f7e5eed0f11e
 // StripeOrder places a file's consecutive stripes on consecutive PGs of a
 // cycle through every PG of a PGMap, arranged so that any run of
 // consecutive PGs puts fragments on every server (deepest failure domain)
-// and every drive in proportion to its share of the map's slots, as far as
-// the PG sets allow: Lustre's round-robin of a file's objects over OSTs,
-// on the declustered map. Stripe s of file ino goes to
+// in proportion to its share of the map's slots, as far as the PG sets
+// allow: Lustre's round-robin of a file's objects over OSTs, on the
+// declustered map. Drives within a server are left to the PG sets (straw2),
+// as before: balancing drives too made a shared file written by four tasks
+// from segments 48 stripes apart write a quarter slower over six servers
+// (bench/scaling.sh), and a server's link, not its drives, bounds it there. Stripe s of file ino goes to
 // Cycle[(start(ino) + s) mod PGs] (StripeOrder.PG).
 //
 // The cycle is a pure function of the PGMap (its sets and drive domains),
@@ -35,11 +38,11 @@ type StripeOrder struct {
 	Cycle []uint32
 }
 
-// NewStripeOrder builds the cycle of pm's PGs greedily. Every PG gets a
-// target share per server and drive: its share of the map's fragment slots.
-// Walking a fixed pseudo-random order of the PGs, each step takes, among the
-// next stripeOrderWindow not yet taken, the PG whose fragments' servers and
-// drives are furthest behind their targets so far. Every prefix of the
+// NewStripeOrder builds the cycle of pm's PGs greedily. Every server gets a
+// target share: its share of the map's fragment slots. Each step takes,
+// among stripeOrderWindow PGs not yet taken drawn pseudo-randomly (a fresh
+// draw each step, so that PGs passed over do not pile up in the window),
+// the PG whose fragments' servers are furthest behind their targets so far. Every prefix of the
 // cycle is then within a few fragments of its target per server, so is
 // every run of consecutive PGs (the difference of two prefixes), and the
 // whole cycle is exact (it uses every PG once). Costs PGs ×
@@ -51,7 +54,7 @@ func NewStripeOrder(pm *PGMap) *StripeOrder {
 	if n == 0 {
 		return o
 	}
-	// Servers (the full domain path) and drives, as dense indexes.
+	// Servers (the full domain path) as dense indexes, by drive.
 	drv := map[DriveID]int{}
 	srvOf := []int{}
 	srvIdx := map[string]int{}
@@ -68,7 +71,6 @@ func NewStripeOrder(pm *PGMap) *StripeOrder {
 	// Slot indexes of each PG's fragments, and the totals that set the
 	// targets.
 	frag := make([][]int32, n)
-	drvSlots := make([]float64, len(srvOf))
 	srvSlots := make([]float64, len(srvIdx))
 	total := 0.0
 	for pg, set := range pm.Sets {
@@ -76,24 +78,18 @@ func NewStripeOrder(pm *PGMap) *StripeOrder {
 		for _, id := range set {
 			if d, ok := drv[id]; ok {
 				f = append(f, int32(d))
-				drvSlots[d]++
 				srvSlots[srvOf[d]]++
 				total++
 			}
 		}
 		frag[pg] = f
 	}
-	// Per PG taken, a drive's target grows by its share of the slots per
-	// PG; its deficit is target minus fragments given so far.
-	drvRate := make([]float64, len(drvSlots))
-	for d, s := range drvSlots {
-		drvRate[d] = s / float64(n)
-	}
+	// Per PG taken, a server's target grows by its share of the slots
+	// per PG; its deficit is target minus fragments given so far.
 	srvRate := make([]float64, len(srvSlots))
 	for s, c := range srvSlots {
 		srvRate[s] = c / float64(n)
 	}
-	drvGot := make([]float64, len(drvSlots))
 	srvGot := make([]float64, len(srvSlots))
 
 	perm := make([]uint32, n)
@@ -118,7 +114,7 @@ func NewStripeOrder(pm *PGMap) *StripeOrder {
 			score := 0.0
 			for _, d := range frag[perm[j]] {
 				s := srvOf[d]
-				score += steps*srvRate[s] - srvGot[s] + steps*drvRate[d] - drvGot[d]
+				score += steps*srvRate[s] - srvGot[s]
 			}
 			if c == 0 || score > bestScore {
 				best, bestScore = j, score
@@ -127,7 +123,6 @@ func NewStripeOrder(pm *PGMap) *StripeOrder {
 		perm[t], perm[best] = perm[best], perm[t]
 		for _, d := range frag[perm[t]] {
 			srvGot[srvOf[d]]++
-			drvGot[d]++
 		}
 	}
 	copy(o.Cycle, perm)
