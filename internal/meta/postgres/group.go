@@ -73,10 +73,17 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	g.queue = append(g.queue, r)
 	g.mu.Unlock()
-	if err := <-r.done; !errors.Is(err, errAlone) {
-		return err
+	select {
+	case err := <-r.done:
+		if !errors.Is(err, errAlone) {
+			return err
+		}
+		return e.updateAlone(ctx, fn)
+	case <-ctx.Done():
+		// A group skips a call whose context has ended; one that ran
+		// already may commit, as a COMMIT on a dropped connection may.
+		return ctx.Err()
 	}
-	return e.updateAlone(ctx, fn)
 }
 
 // next runs the queued calls, as one group, in the place of a

@@ -152,3 +152,51 @@ func TestCreatorsDoNotConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedUpdateCancelled: an Update waiting for its turn returns when
+// its context ends, and its function does not run later.
+func TestQueuedUpdateCancelled(t *testing.T) {
+	e := openPG(t)
+	release, running := make(chan struct{}), make(chan struct{}, 1)
+	first := make(chan error, 1)
+	go func() {
+		first <- e.Update(context.Background(), func(tx meta.Tx) error {
+			running <- struct{}{}
+			<-release
+			return tx.Put([]byte("first"), []byte("1"))
+		})
+	}()
+	<-running
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		queued <- e.Update(ctx, func(tx meta.Tx) error { return tx.Put([]byte("late"), []byte("1")) })
+	}()
+	for deadline := time.Now().Add(10 * time.Second); e.Queued() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second update did not queue behind the first")
+		}
+	}
+	cancel()
+	if err := <-queued; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled queued update: %v, want context.Canceled", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// Another update runs after the cancelled one's turn.
+	if err := e.Update(context.Background(), func(tx meta.Tx) error { return tx.Put([]byte("next"), []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+	err := e.View(context.Background(), func(tx meta.Tx) error {
+		if _, err := tx.Get([]byte("late")); !errors.Is(err, meta.ErrNoKey) {
+			return fmt.Errorf("get late: %v, want ErrNoKey", err)
+		}
+		_, err := tx.Get([]byte("first"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
