@@ -11,7 +11,8 @@
 // more than once after a conflict, so the function has no side effects
 // outside the transaction. The SQLite engine (package sqlite) group-commits
 // concurrent Updates into one durable transaction; the PostgreSQL engine
-// (package postgres) runs SERIALIZABLE and retries serialization failures.
+// (package postgres) runs SERIALIZABLE, group-commits concurrent Updates
+// and retries serialization failures.
 // Any engine passes package metatest, which every engine's test runs.
 // An engine whose Gets each cost a round trip implements Prefetcher, and
 // operations on hot paths (create) prefetch the keys they will read.

@@ -16,8 +16,11 @@
 // it commits (or before a Scan), so an update costs its reads and two more
 // round trips, not one per key written. Reads a Store operation knows in
 // advance come in one statement sent with BEGIN (Prefetch, prefetch.go):
-// a create is two round trips. Stats (stats.go) counts round trips,
-// statements and conflict retries.
+// a create is two round trips. One Update transaction runs at a time;
+// the calls that arrive meanwhile commit together in the next one, each
+// keeping its own outcome (group commit, group.go), so an engine's
+// creators never abort each other. Stats (stats.go) counts round trips,
+// statements, groups and conflict retries.
 //
 // Durability is the server's: a commit returns after the WAL flush
 // (synchronous_commit=on, the default), or, with synchronous_commit=off in
