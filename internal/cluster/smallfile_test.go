@@ -177,12 +177,11 @@ func TestMirrorSurvivesFailuresAndRebuilds(t *testing.T) {
 	}
 }
 
-// checkFirstDrives checks that every freshly written stripe sits on the
-// first drives of its PG's set.
-func checkFirstDrives(t *testing.T, conn *Conn, files map[string][]byte) {
+// poolPGMap returns the PG map of the cluster's first pool at the
+// client's current epoch.
+func poolPGMap(t *testing.T, conn *Conn) *placement.PGMap {
 	t.Helper()
-	ctx := context.Background()
-	m, err := conn.Client.Map(ctx)
+	m, err := conn.Client.Map(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +193,14 @@ func checkFirstDrives(t *testing.T, conn *Conn, files map[string][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pm
+}
+
+// checkFirstDrives checks that every freshly written stripe sits on the
+// first drives of its PG's set.
+func checkFirstDrives(t *testing.T, conn *Conn, files map[string][]byte) {
+	t.Helper()
+	pm := poolPGMap(t, conn)
 	for p := range files {
 		_, recs := stripeRecs(t, conn, p)
 		for _, r := range recs {

@@ -26,18 +26,7 @@ func TestFileStripesFollowTheStripeOrder(t *testing.T) {
 	if got := readAll(t, reopen(t, conn, f)); !bytes.Equal(got, data) {
 		t.Fatal("content differs")
 	}
-	m, err := conn.Client.Map(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pp, err := m.Placement(m.Pools[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pm, err := pp.Map()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pm := poolPGMap(t, conn)
 	o := placement.NewStripeOrder(pm)
 	a, recs := stripeRecs(t, conn, "/striped")
 	if len(recs) != 48 {
