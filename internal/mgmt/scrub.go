@@ -119,23 +119,28 @@ func (s *Service) startScrub(ctx context.Context, p *clustermap.Pool, resume *sc
 	go func() {
 		defer close(done)
 		err := s.runScrub(rctx, pid, rec)
+		failed := err != nil && rctx.Err() == nil
+		cancel()
 		sc.mu.Lock()
-		st := &sc.mu.st
+		halted := sc.mu.halted
+		st := sc.mu.st
+		sc.mu.Unlock()
 		st.Active, st.Finished = false, time.Now().UnixNano()
-		if err != nil && rctx.Err() == nil {
+		if failed {
 			st.LastError = err.Error()
 		}
-		sc.mu.cancel = nil
-		halted := sc.mu.halted
-		summary := scrubSummary(st)
-		took := time.Duration(st.Finished - st.Started)
-		sc.mu.Unlock() // a new scrub may reset sc.mu.st from here on
-		cancel()
-		if halted {
-			return // its record stays: the next coordinator carries it on
+		// The end is recorded before the status says the pass ended (and
+		// before a new pass may start): whoever sees it inactive finds its
+		// scrub.done event and no record left. A halted pass keeps its
+		// record: the next coordinator carries it on.
+		if !halted {
+			s.saveScrub(context.Background(), pid, scrubRecord{}, true)
+			s.event(context.Background(), EventScrubDone, "pool/"+p.Name, scrubSummary(&st), time.Duration(st.Finished-st.Started))
 		}
-		s.saveScrub(context.Background(), pid, scrubRecord{}, true)
-		s.event(context.Background(), EventScrubDone, "pool/"+p.Name, summary, took)
+		sc.mu.Lock()
+		sc.mu.st.Active, sc.mu.st.Finished, sc.mu.st.LastError = false, st.Finished, st.LastError
+		sc.mu.cancel = nil
+		sc.mu.Unlock()
 	}()
 	return nil
 }
