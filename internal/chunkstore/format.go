@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"poolfs/internal/erasure"
+
+	"poolfs/internal/privfile"
 )
 
 // Format is the on-disk format of a local drive (see doc.go).
@@ -144,13 +146,13 @@ func (d *LocalDrive) readFormat(want Format) (Format, error) {
 	if err := os.WriteFile(tmp, []byte(string(f)+"\n"), fileMode); err != nil {
 		return "", err
 	}
-	if err := fsyncPath(tmp); err != nil {
+	if err := privfile.Fsync(tmp); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		return "", err
 	}
-	return f, fsyncPath(d.dir)
+	return f, privfile.Fsync(d.dir)
 }
 
 // Close releases the drive: a segments drive seals its open segments so the

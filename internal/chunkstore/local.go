@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"poolfs/internal/erasure"
+
+	"poolfs/internal/privfile"
 )
 
 // fileDrive is the files format: one file per fragment (see doc.go). The
@@ -65,20 +67,11 @@ func (d *fileDrive) createLayout() error {
 		}
 	}
 	for _, p := range []string{root, d.dir} {
-		if err := fsyncPath(p); err != nil {
+		if err := privfile.Fsync(p); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func fsyncPath(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // Close makes later calls fail with ErrFailed, after making deferred

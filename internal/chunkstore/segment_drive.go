@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"poolfs/internal/erasure"
+
+	"poolfs/internal/privfile"
 )
 
 const (
@@ -79,7 +81,7 @@ func (d *segmentDrive) segPath(id uint64) string {
 	return d.dir + "/" + segDir + "/" + segName(id)
 }
 
-func (d *segmentDrive) fsyncSegDir() error { return fsyncPath(d.dir + "/" + segDir) }
+func (d *segmentDrive) fsyncSegDir() error { return privfile.Fsync(d.dir + "/" + segDir) }
 
 func (d *segmentDrive) fallback() {
 	if d.direct.Swap(false) {

@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"poolfs/internal/erasure"
+
+	"poolfs/internal/privfile"
 )
 
 // openSegments opens (creating if needed) a segments-format drive in dir,
@@ -34,7 +36,7 @@ func openSegments(dir string, opts Options, log *slog.Logger) (*segmentDrive, er
 	if err := os.MkdirAll(dir+"/"+segDir, dirMode); err != nil {
 		return nil, err
 	}
-	if err := fsyncPath(dir); err != nil {
+	if err := privfile.Fsync(dir); err != nil {
 		return nil, err
 	}
 	names, err := readDirNames(dir + "/" + segDir)

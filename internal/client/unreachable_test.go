@@ -38,55 +38,8 @@ func TestWriteAroundDriveThisClientCannotReach(t *testing.T) {
 			mu.Unlock()
 		},
 	})
+	writeAroundHung(t, c, other, h, true, 15*time.Second, "a drive that never answers this client, though other drives are up")
 	ctx := context.Background()
-	data := randBytes(3*4*testUnit + 1000) // four stripes
-	done := make(chan error, 1)
-	var ino meta.Ino
-	go func() {
-		a, err := c.Meta().Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
-		if err != nil {
-			done <- err
-			return
-		}
-		ino = a.Ino
-		f, err := c.OpenAttr(a, "f")
-		if err != nil {
-			done <- err
-			return
-		}
-		defer f.Close()
-		if _, err := f.WriteAt(ctx, data, 0); err != nil {
-			done <- err
-			return
-		}
-		if err := f.Flush(ctx); err != nil {
-			done <- err
-			return
-		}
-		done <- f.Sync(ctx)
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("write with a drive this client cannot reach: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the write still waits for a drive that never answers this client, though other drives are up")
-	}
-	for _, rc := range []*client.Client{c, other.Client} {
-		if got, err := readAll(rc, ino); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("read back: %d bytes, %v", len(got), err)
-		}
-	}
-	recs, err := other.Meta.Stripes(ctx, ino, 0, 3)
-	if err != nil || len(recs) != 4 {
-		t.Fatalf("stripes %v, %v", recs, err)
-	}
-	for _, r := range recs {
-		if slices.Contains(r.Drives, uint32(h.hung)) {
-			t.Errorf("stripe %d names drive %v, which never answered this client", r.Stripe, h.hung)
-		}
-	}
 	mu.Lock()
 	if !slices.Contains(reported, h.hung) {
 		t.Errorf("drives reported unreachable %v, want %v among them", reported, h.hung)

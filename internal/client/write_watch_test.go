@@ -76,6 +76,16 @@ func TestWriteAroundDriveThatHangs(t *testing.T) {
 			}
 		})
 	}()
+	writeAroundHung(t, c, other, h, false, 20*time.Second, "a drive that hangs, 20 s after it was marked down")
+}
+
+// writeAroundHung writes four stripes to a new file through c (flushed,
+// and synced if sync), fails unless that ends without error within wait
+// (why, says what the write must not wait for), and checks that the file
+// reads back byte for byte through c and through other's client and that
+// no stripe names the drive h saw hang. It returns the file's inode.
+func writeAroundHung(t *testing.T, c *client.Client, other *conn, h *hangDrives, sync bool, wait time.Duration, why string) meta.Ino {
+	t.Helper()
 	ctx := context.Background()
 	data := randBytes(3*4*testUnit + 1000) // four stripes
 	done := make(chan error, 1)
@@ -97,15 +107,19 @@ func TestWriteAroundDriveThatHangs(t *testing.T) {
 			done <- err
 			return
 		}
-		done <- f.Flush(ctx)
+		if err := f.Flush(ctx); err != nil || !sync {
+			done <- err
+			return
+		}
+		done <- f.Sync(ctx)
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("write with a drive that hangs and is then marked down: %v", err)
+			t.Fatalf("write with %s: %v", why, err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the write still waits for a drive that hangs, 20 s after it was marked down")
+	case <-time.After(wait):
+		t.Fatalf("the write still waits for %s", why)
 	}
 	for _, rc := range []*client.Client{c, other.Client} {
 		if got, err := readAll(rc, ino); err != nil || !bytes.Equal(got, data) {
@@ -118,7 +132,8 @@ func TestWriteAroundDriveThatHangs(t *testing.T) {
 	}
 	for _, r := range recs {
 		if slices.Contains(r.Drives, uint32(h.hung)) {
-			t.Errorf("stripe %d names drive %v, which hung and is down", r.Stripe, h.hung)
+			t.Errorf("stripe %d names drive %v, %s", r.Stripe, h.hung, why)
 		}
 	}
+	return ino
 }

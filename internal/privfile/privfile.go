@@ -5,7 +5,9 @@
 // over the target, and the directory is fsynced. A reader sees the old
 // file or the new one, never part of either, and after Write returns the
 // new one survives a crash. Cluster secrets, keys, certificates, the
-// dashboard's users and its history are written through it.
+// dashboard's users and its history are written through it. Fsync, the
+// one fsync of a path by name, also serves the drives and the SQLite
+// backup.
 package privfile
 
 import (
@@ -51,7 +53,7 @@ func WriteWith(path string, fill func(io.Writer) error) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = Fsync(dir)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -59,11 +61,13 @@ func WriteWith(path string, fill func(io.Writer) error) error {
 	return nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// Fsync opens the file or directory at path and fsyncs it: for a
+// directory, the names created, renamed or removed in it become durable.
+func Fsync(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	return f.Sync()
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"poolfs/internal/privfile"
 )
 
 // Backup writes a consistent copy of the committed database to dst with
@@ -100,7 +102,7 @@ func replaceLocked(path, tmp, what string, exists bool) (old string, err error) 
 		os.Remove(tmp)
 		return "", err
 	}
-	return old, syncDir(filepath.Dir(path))
+	return old, privfile.Fsync(filepath.Dir(path))
 }
 
 // copyFile copies src to the new file dst (mode 0600) and fsyncs it.
@@ -136,14 +138,5 @@ func syncFile(p string) error {
 	if err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(p))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return privfile.Fsync(filepath.Dir(p))
 }
