@@ -169,9 +169,10 @@ func (s *mcState) upDrives() int {
 	return n
 }
 
-// rates are the failure rates now: drives up and enclosures up.
+// rates are the failure rates now: drives up (each failed drive of the
+// unit multiplying their rate by the correlation factor) and enclosures up.
 func (s *mcState) rates() (drive, encl float64) {
-	drive = float64(s.upDrives()) * s.in.AFR / HoursPerYear
+	drive = float64(s.upDrives()) * s.in.AFR / HoursPerYear * math.Pow(s.in.correlation(), float64(len(s.lost)))
 	if s.in.EnclosureAFR > 0 {
 		encl = float64(s.domains-len(s.down)) * s.in.EnclosureAFR / HoursPerYear
 	}
@@ -260,7 +261,17 @@ func (s *mcState) fail(r *randSource, enclosure bool) float64 {
 			d = r.IntN(p.Drives)
 		}
 		s.lost[d] = true
-		s.failed = append(s.failed, mcAway{until: s.now + s.duration(s.in.window(len(s.lost))*1, r.Float64()), drive: d})
+		start, window := s.now, s.in.window(len(s.lost))
+		if s.in.SerialRepair {
+			// Its rebuild starts when the rebuilds before it end.
+			window = s.in.window(1)
+			for _, a := range s.failed {
+				if a.drive >= 0 {
+					start = math.Max(start, a.until)
+				}
+			}
+		}
+		s.failed = append(s.failed, mcAway{until: start + s.duration(window, r.Float64()), drive: d})
 	}
 	lp, after := s.lossProb()
 	if after >= p.M && before < p.M && s.q > 0 {

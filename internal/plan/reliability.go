@@ -48,6 +48,18 @@ type ReliabilityInput struct {
 	// assumption of the Markov model, for checking the two against each
 	// other.
 	ExponentialRepair bool
+	// SerialRepair rebuilds the failed drives of a unit one at a time, each
+	// in RebuildHours[0] (the later entries are not used): the repair
+	// model of the textbook MTTDL formulas (Chen et al. 1994, Elling 2007),
+	// whose chain leaves i failed drives at rate 1/MTTR. Without it every
+	// failed drive is rebuilt at once, in its own window.
+	SerialRepair bool
+	// CorrelationFactor makes failures correlated within a unit: with i of
+	// its drives failed, each of the others fails CorrelationFactor^i times
+	// as often (Chen et al. 1994, §3.4.5, take 10: "each successive disk
+	// failure is 10 times more likely than the previous failure, until the
+	// failed disk has been reconstructed"). 0 or 1: independent failures.
+	CorrelationFactor float64
 }
 
 // Reliability is the data-loss outlook of a pool.
@@ -86,7 +98,38 @@ func (in ReliabilityInput) validate() error {
 	if in.EnclosureAFR > 0 && (in.EnclosureHours <= 0 || (p.Servers == 0 && p.Enclosures == 0)) {
 		return fmt.Errorf("%w: enclosure failures need --servers or --enclosures and a repair time", ErrInvalid)
 	}
+	if in.CorrelationFactor < 0 || math.IsInf(in.CorrelationFactor, 0) || math.IsNaN(in.CorrelationFactor) {
+		return fmt.Errorf("%w: correlation factor %g", ErrInvalid, in.CorrelationFactor)
+	}
+	if in.correlation() != 1 && in.EnclosureAFR > 0 && p.Layout == placement.Grouped {
+		// The Monte Carlo then runs all groups at once and could not keep
+		// the correlation within a group.
+		return fmt.Errorf("%w: correlated drive failures and enclosure failures together need the declustered layout", ErrInvalid)
+	}
 	return nil
+}
+
+// correlation is the factor by which each failed drive of a unit
+// multiplies the failure rate of the others (1: independent).
+func (in ReliabilityInput) correlation() float64 {
+	if in.CorrelationFactor == 0 {
+		return 1
+	}
+	return in.CorrelationFactor
+}
+
+// repairRate is the rate at which a unit with i failed drives gets one of
+// them back: Σ_{j≤i} 1/T_j when all are rebuilt at once, 1/T_1 when one at
+// a time.
+func (in ReliabilityInput) repairRate(i int) float64 {
+	if i > 0 && in.SerialRepair {
+		return 1 / in.window(1)
+	}
+	rep := 0.0
+	for j := 1; j <= i; j++ {
+		rep += 1 / in.window(j)
+	}
+	return rep
 }
 
 // window is the rebuild window of the j-th concurrent failure (1-based).
@@ -174,10 +217,12 @@ func Assess(in ReliabilityInput) (Reliability, error) {
 }
 
 // markovMTTDL is the mean time to absorption from state 0 of the chain on
-// i failed drives of one unit (i = 0..M): failures at (n-i)λ, repairs at
-// Σ_{j≤i} 1/T_j (every failed drive is rebuilt in its own window, in
-// parallel); from M-1 a failure is lost with the LSE probability q, from M
-// with the coverage c. The pool's MTTDL is the unit's over the units.
+// i failed drives of one unit (i = 0..M): failures at (n-i)λc^i (c the
+// correlation factor, 1 if failures are independent), repairs at
+// repairRate(i) (every failed drive rebuilt in its own window, in
+// parallel, or one at a time); from M-1 a failure is lost with the LSE
+// probability q, from M with the coverage. The pool's MTTDL is the unit's
+// over the units.
 func markovMTTDL(in ReliabilityInput, c, q float64) float64 {
 	n, units := in.unit()
 	m := in.Pool.M
@@ -187,11 +232,8 @@ func markovMTTDL(in ReliabilityInput, c, q float64) float64 {
 	b := make([]float64, m+1)
 	for i := 0; i <= m; i++ {
 		a[i] = make([]float64, m+1)
-		fail := float64(n-i) * lam
-		rep := 0.0
-		for j := 1; j <= i; j++ {
-			rep += 1 / in.window(j)
-		}
+		fail := float64(n-i) * lam * math.Pow(in.correlation(), float64(i))
+		rep := in.repairRate(i)
 		up, toLoss := fail, 0.0
 		switch {
 		case i == m:

@@ -9,25 +9,31 @@ import (
 )
 
 // TestMarkovMatchesMonteCarlo: with exponential rebuild windows and no
-// correlated failures both methods model the same process, so the closed
-// form must fall inside the Monte Carlo confidence interval (widened by 5%
-// for the interval's own uncertainty).
+// enclosure failures both methods model the same process (also with one
+// rebuild at a time and correlated drive failures), so the closed form
+// must fall inside the Monte Carlo confidence interval (widened by 5% for
+// the interval's own uncertainty).
 func TestMarkovMatchesMonteCarlo(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		pool   Pool
 		hours  []float64
 		trials int
+		serial bool
+		corr   float64
 	}{
-		{"one RAID-6 group", Pool{Drives: 10, DriveBytes: 1e12, K: 8, M: 2, Layout: placement.Grouped, Preservation: -1}, []float64{24}, 60000},
+		{"one RAID-6 group", Pool{Drives: 10, DriveBytes: 1e12, K: 8, M: 2, Layout: placement.Grouped, Preservation: -1}, []float64{24}, 60000, false, 0},
 		// A second failure mostly hits another group: more excursions.
-		{"60 drives grouped 8+2", Pool{Drives: 60, DriveBytes: 1e12, K: 8, M: 2, Layout: placement.Grouped}, []float64{24}, 300000},
-		{"60 drives declustered 8+2", Pool{Drives: 60, DriveBytes: 1e12, K: 8, M: 2}, []float64{3}, 60000},
-		{"240 drives declustered 4+1", Pool{Drives: 240, DriveBytes: 1e12, K: 4, M: 1}, []float64{2}, 60000},
-		{"120 drives declustered 8+3", Pool{Drives: 120, DriveBytes: 1e12, K: 8, M: 3}, []float64{6}, 60000},
+		{"60 drives grouped 8+2", Pool{Drives: 60, DriveBytes: 1e12, K: 8, M: 2, Layout: placement.Grouped}, []float64{24}, 300000, false, 0},
+		{"60 drives declustered 8+2", Pool{Drives: 60, DriveBytes: 1e12, K: 8, M: 2}, []float64{3}, 60000, false, 0},
+		{"240 drives declustered 4+1", Pool{Drives: 240, DriveBytes: 1e12, K: 4, M: 1}, []float64{2}, 60000, false, 0},
+		{"120 drives declustered 8+3", Pool{Drives: 120, DriveBytes: 1e12, K: 8, M: 3}, []float64{6}, 60000, false, 0},
+		{"one RAID-6 group, serial repair, correlated", Pool{Drives: 10, DriveBytes: 1e12, K: 8, M: 2, Layout: placement.Grouped, Preservation: -1}, []float64{24}, 60000, true, 5},
+		{"60 drives declustered 8+2, serial repair, correlated", Pool{Drives: 60, DriveBytes: 1e12, K: 8, M: 2}, []float64{3, 2}, 60000, true, 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Assess(ReliabilityInput{Pool: tc.pool, AFR: 0.03, RebuildHours: tc.hours, ExponentialRepair: true, Trials: tc.trials, Seed: 3})
+			r, err := Assess(ReliabilityInput{Pool: tc.pool, AFR: 0.03, RebuildHours: tc.hours, ExponentialRepair: true, Trials: tc.trials, Seed: 3,
+				SerialRepair: tc.serial, CorrelationFactor: tc.corr})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,6 +109,9 @@ func TestReliabilityRejectsBadInput(t *testing.T) {
 		{Pool: p, AFR: 0.02},
 		{Pool: p, AFR: 0.02, RebuildHours: []float64{-1}},
 		{Pool: p, AFR: 0.02, RebuildHours: []float64{1}, EnclosureAFR: 0.1, EnclosureHours: 1}, // no domains
+		{Pool: p, AFR: 0.02, RebuildHours: []float64{1}, CorrelationFactor: -1},
+		{Pool: Pool{Drives: 60, DriveBytes: 1e12, K: 8, M: 2, Layout: placement.Grouped, Servers: 10}, AFR: 0.02, RebuildHours: []float64{1},
+			EnclosureAFR: 0.1, EnclosureHours: 1, CorrelationFactor: 10}, // the grouped Monte Carlo could not keep it per group
 	} {
 		if _, err := Assess(in); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: err %v, want ErrInvalid", in, err)
