@@ -3,6 +3,14 @@
 // pool status that `poolfs status` and the dashboard show, and the garbage
 // collector of fragments.
 //
+// Jobs that stand on their own are packages below this one, each given
+// its dependencies as small interfaces by its constructor and tested
+// against in-memory fakes of them; this package wires them to the
+// service and never the other way round:
+//   - gc, the fragment collector (wired in gc.go: the service's store,
+//     drives and map, and its integrity state as the guard of every
+//     deletion).
+//
 // Leadership (leader.go, leader_client.go). Several services may run over
 // one database; the one that holds the database's lease leads (package
 // cluster runs the lease), the others stand by: a standby's Update fails
@@ -117,15 +125,11 @@
 //     changed with compare-and-set, each change bumping Epoch by one, by
 //     the leader only, under its fence (a deposed leader's write fails);
 //   - a fragment is deleted only when the metadata store no longer
-//     references it: its generation was replaced or its file removed (the
-//     GC queue), or it was never committed and is older than the grace
-//     period (the orphan scan), so a write in flight is never collected;
-//   - a fragment is deleted only on the word of a store verified sound: the
-//     orphan scan runs after a full integrity check passed, and once any
-//     check (CheckStore, run periodically by the cluster) finds the store
-//     corrupt, every deletion stops (ErrDeletionStopped) and the event
-//     meta.corrupt is raised;
-//   - a queued fragment on a down drive is not asked for: its item stays
-//     queued (without blocking the items behind it) until the drive answers
-//     again, or is failed and holds nothing any more.
+//     references it, and only on the word of a store verified sound
+//     (package gc keeps the first; the guard given to it here the
+//     second): the orphan scan runs after a full integrity check passed,
+//     and once any check (CheckStore, run periodically by the cluster)
+//     finds the store corrupt, every deletion stops (ErrDeletionStopped),
+//     for this service and those that lead after it, and the event
+//     meta.corrupt is raised.
 package mgmt

@@ -11,6 +11,7 @@ import (
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/gc"
 	"poolfs/internal/rpc"
 )
 
@@ -31,7 +32,8 @@ type Service struct {
 	co        *coordinator // see coord()
 	reqs      requests     // calls with request ids running (requests.go)
 	scrubOnce sync.Once
-	sc        *scrubber // see scrub()
+	sc        *scrubber     // see scrub()
+	gc        *gc.Collector // the fragment collector (gc.go)
 	space     spaceWatch
 
 	slow      *slowDetector // slow.go; its policy is set before use
@@ -69,7 +71,9 @@ func New(store *meta.Store, drives client.Drives, servers Servers, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, drives: drives, servers: servers, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
+	s := &Service{store: store, drives: drives, servers: servers, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
+	s.gc = s.newCollector()
+	return s
 }
 
 // Load reads the stored map. It returns meta.ErrNotFound if there is none.
