@@ -79,6 +79,10 @@ func printPools(w io.Writer, st *mgmt.Status) {
 			fmt.Fprintf(w, "    (reclaimable: on the drives beyond the committed data: removed or replaced data awaiting collection,\n"+
 				"     writes not yet committed, fragment and segment headers, preallocated segment space)\n")
 		}
+		if p.Kept > 0 {
+			fmt.Fprintf(w, "    (of which %s kept for reuse: removed small files' space the next small files are written into,\n"+
+				"     at most 16 MiB a drive)\n", human(p.Kept))
+		}
 		fmt.Fprintf(w, "  PG balance: busiest drive %.2fx the mean; down drives are failed after %v\n", p.PGBalance,
 			time.Duration(p.DownGrace*float64(time.Second)))
 		if len(p.HotSpareFor) > 0 {

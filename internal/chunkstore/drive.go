@@ -56,6 +56,10 @@ type Usage struct {
 	// freed, preallocated extents included); 0 when not measured (files
 	// format, where it is about Used).
 	Allocated int64
+	// Kept is the part of Allocated held by deleted small records'
+	// extents kept for reuse (segments format, segment_keep.go): at most
+	// 16 MiB a drive.
+	Kept int64 `json:",omitempty"`
 	// HostFree is the space left on the host file system holding the
 	// drive for unprivileged writers, and HostFS identifies that file
 	// system: drives with the same HostFS share HostFree.

@@ -42,6 +42,7 @@ type segmentDrive struct {
 	bufs      bufPool
 	direct    atomic.Bool
 	used      atomic.Int64 // bytes of fragments, including reserved writes
+	kept      keptExtents  // deleted records' extents kept for reuse (segment_keep.go)
 	frags     atomic.Int64
 	seq       atomic.Uint64 // last record sequence number
 	nextID    atomic.Uint64 // last segment id
@@ -141,17 +142,17 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 	if err := d.reserve(size); err != nil {
 		return d.ioError("write", key, err) // statfs of a vanished directory: failed
 	}
+	deferred := IsDeferred(ctx)
+	// A small deferred write goes through the page cache: O_DIRECT would
+	// wait for the device, which is what deferring the sync avoids.
+	cached := deferred && size <= maxCachedFragment
 	r := record{key: key, length: size, mtime: time.Now().UnixNano()}
-	s, err := d.place(&r)
+	s, err := d.place(&r, cached)
 	if err != nil {
 		d.used.Add(-size)
 		return d.ioError("write", key, err)
 	}
 	r.crc = saltedCRC(&s.salt, frag)
-	deferred := IsDeferred(ctx)
-	// A small deferred write goes through the page cache: O_DIRECT would
-	// wait for the device, which is what deferring the sync avoids.
-	cached := deferred && size <= maxCachedFragment
 	err = d.writeRecord(s, &r, frag, cached)
 	if err == nil && !deferred {
 		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })
@@ -244,10 +245,18 @@ func slotOf(k erasure.FragmentKey) int {
 const affinityStripes = 16
 
 // place reserves room for r in an active segment, creating one if needed,
-// and sets r.off, r.seq and r.seg. The caller must release the segment.
-func (d *segmentDrive) place(r *record) (*segment, error) {
+// and sets r.off, r.seq and r.seg; a write through the page cache (cached)
+// takes a kept extent of its size if the drive has one. The caller must
+// release the segment.
+func (d *segmentDrive) place(r *record, cached bool) (*segment, error) {
 	n := Align + r.length
 	slot := &d.slots[slotOf(r.key)]
+	if cached {
+		if s, off, ok := d.takeKept(r.length); ok {
+			r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
+			return s, nil
+		}
+	}
 	slot.Lock()
 	defer slot.Unlock()
 	if s := slot.seg; s != nil {
@@ -350,13 +359,17 @@ func (d *segmentDrive) insert(s *segment, r record, cached bool) {
 	}
 }
 
-// drop punches out a record that left the index (header block first, so a
-// crash never leaves a header over punched data) and removes its segment
-// once that holds no live record. The caller holds the key lock.
+// drop keeps the extent of a record that left the index for reuse
+// (segment_keep.go), or punches it out (header block first, so a crash
+// never leaves a header over punched data), and removes its segment once
+// that holds no live record. The caller holds the key lock.
 func (d *segmentDrive) drop(l loc) error {
-	err := d.punch(l.seg, l.off, Align)
-	if err == nil {
-		err = d.punch(l.seg, l.off+Align, l.length)
+	var err error
+	if !d.keep(l) {
+		err = d.punch(l.seg, l.off, Align)
+		if err == nil {
+			err = d.punch(l.seg, l.off+Align, l.length)
+		}
 	}
 	s := l.seg
 	s.mu.Lock()
@@ -529,6 +542,7 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 	if err != nil {
 		return u, err
 	}
+	u.Kept = d.kept.bytes()
 	d.mu.RLock()
 	for _, s := range d.mu.segs {
 		var st unix.Stat_t
@@ -585,6 +599,7 @@ func (d *segmentDrive) sealInBackground(s *segment) {
 // index instead of scanning. Every record of s is durable already; s takes
 // no more records.
 func (d *segmentDrive) seal(s *segment) error {
+	d.punchKept(s)
 	s.mu.Lock()
 	end := s.mu.tail
 	all := s.mu.recs

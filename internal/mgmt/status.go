@@ -21,6 +21,9 @@ type DriveStatus struct {
 	// measured); HostFree what the host file system holding it has left.
 	Allocated int64 `json:"allocated,omitempty"`
 	HostFree  int64 `json:"host_free,omitempty"`
+	// Kept is the part of Allocated held by removed small files' space
+	// kept for reuse (chunkstore.Usage.Kept): at most 16 MiB a drive.
+	Kept int64 `json:"kept,omitempty"`
 	// Written is the bytes the drive has written to store fragments
 	// (fragments and their record headers) since its server opened it
 	// (chunkstore.Usage.Written): client writes, rebuilds, repairs, folds
@@ -78,6 +81,11 @@ type PoolStatus struct {
 	// space not yet freed or preallocated. It is used space until
 	// collected.
 	Reclaimable int64 `json:"reclaimable"`
+	// Kept is the part of Reclaimable that the drives keep for reuse
+	// after the collector deleted it (removed small files' space, whose
+	// pages the next small files are written into): at most 16 MiB a
+	// drive, the stated garbage budget (docs/capacity.md).
+	Kept int64 `json:"kept,omitempty"`
 	// Written is the sum of DriveStatus.Written over the pool's drives
 	// that answered (a drive that did not answer is missing from it).
 	Written int64 `json:"written"`
@@ -246,6 +254,7 @@ func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clusterm
 	for _, ds := range drives {
 		if ds.pool == p.ID {
 			taken += max(ds.Allocated, ds.Used)
+			ps.Kept += ds.Kept
 			ps.Written += ds.Written
 		}
 	}

@@ -52,6 +52,7 @@ func (s *Service) askDrives(ctx context.Context, m *clustermap.Map, drives []*cl
 			ds[a.i].Used, ds[a.i].Fragments, ds[a.i].Written = a.u.Used, a.u.Fragments, a.u.Written
 			ds[a.i].Reads, ds[a.i].ReadBytes, ds[a.i].Writes = a.u.Reads, a.u.ReadBytes, a.u.Writes
 			ds[a.i].Allocated, ds[a.i].HostFree, ds[a.i].hostFS = a.u.Allocated, a.u.HostFree, a.u.HostFS
+			ds[a.i].Kept = a.u.Kept
 		case <-ctx.Done():
 			for _, i := range ask {
 				if !answered[i] {
