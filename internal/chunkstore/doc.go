@@ -101,8 +101,12 @@
 // wins; the loser is punched out. DeleteFragment removes the key from the
 // index and punches the record out (fallocate PUNCH_HOLE|KEEP_SIZE, header
 // block first, then the data), without fsync: a crash may bring a deleted
-// fragment back, whole, and garbage collection deletes it again. A sealed
-// segment that holds no live record is removed.
+// fragment back, whole, and garbage collection deletes it again. A small
+// record written through the page cache in an active segment is not
+// punched but kept (segment_keep.go): its header block is zeroed and its
+// extent taken by the next cached write of the same length, at most 16 MiB
+// of kept extents a drive (Usage.Kept), punched before the segment is
+// sealed. A sealed segment that holds no live record is removed.
 //
 // Open rebuilds the index. A sealed segment contributes the records of its
 // index whose extent is still all data (SEEK_HOLE: punched records are
