@@ -15,7 +15,10 @@
 // and retries serialization failures.
 // Any engine passes package metatest, which every engine's test runs.
 // An engine whose Gets each cost a round trip implements Prefetcher, and
-// operations on hot paths (create) prefetch the keys they will read.
+// operations on hot paths (create) prefetch the keys they will read. An
+// engine may run a function on a Probe first, to learn those keys for
+// several functions at once: a probe run takes no inode number (it
+// foresees one).
 //
 // # Tutorial
 //

@@ -55,6 +55,19 @@ type Prefetcher interface {
 	Prefetch(keys ...[]byte) error
 }
 
+// Probe is a Tx on which an engine runs a function only to learn the keys
+// it reads first (its first Prefetch or Get), so as to read several
+// functions' keys in one request before running them for real: every call
+// fails, and the function's work is thrown away. A function run on a
+// Probe takes nothing from shared state: an inode number is not taken but
+// foreseen, as the number the call will take if the calls probed before it
+// (whose takes Ahead counts) run first.
+type Probe interface {
+	// Ahead returns how many numbers of the counter at key the functions
+	// probed before took, and counts n more.
+	Ahead(key []byte, n uint64) uint64
+}
+
 // Dialect is what differs between engines, as data rather than branches.
 type Dialect struct {
 	Name string // "sqlite", "postgres"

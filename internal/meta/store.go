@@ -218,7 +218,14 @@ func (a *allocator) take(o *op) (uint64, error) {
 		return b.next - 1, nil
 	}
 	a.mu.Lock()
-	if a.mu.next < a.mu.end {
+	if p, ok := o.tx.(Probe); ok {
+		v, end := a.mu.next, a.mu.end
+		a.mu.Unlock()
+		if v += p.Ahead(a.key, 1); v < end {
+			return v, nil // foreseen, not taken
+		}
+		a.mu.Lock()
+	} else if a.mu.next < a.mu.end {
 		v := a.mu.next
 		a.mu.next++
 		a.mu.Unlock()

@@ -142,8 +142,14 @@ func (e *Engine) runGroup(batch []*request) ([]error, error) {
 		defer stop()
 	}
 	errs := make([]error, len(batch))
+	first := firstReads(batch)
 	err := e.run(ctx, beginUpdate, true, func(tx meta.Tx) error {
 		t := tx.(*txn)
+		if len(first) > 0 {
+			if err := t.Prefetch(first...); err != nil {
+				return err
+			}
+		}
 		for i, r := range batch {
 			if errs[i] = r.ctx.Err(); errs[i] != nil {
 				continue

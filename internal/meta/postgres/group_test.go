@@ -200,3 +200,75 @@ func TestQueuedUpdateCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGroupReadsWithBegin: a group of creates reads the keys of all its
+// creates in one round trip sent with BEGIN and writes with COMMIT in a
+// second, however many creates it holds (not one read per create).
+func TestGroupReadsWithBegin(t *testing.T) {
+	e := openPG(t)
+	s := metatest.NewStore(t, e)
+	ctx := context.Background()
+	const n = 15
+	dirs := make([]meta.Ino, n)
+	for i := range dirs {
+		d, err := s.Create(ctx, meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[i] = d.Ino
+	}
+	release, running := make(chan struct{}), make(chan struct{}, 1)
+	first := make(chan error, 1)
+	go func() {
+		first <- e.Update(ctx, func(tx meta.Tx) error {
+			running <- struct{}{}
+			<-release
+			return tx.Put([]byte("first"), []byte("1"))
+		})
+	}()
+	<-running
+	inos := make([]meta.Ino, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			a, err := s.Create(ctx, dirs[i], "f", meta.TypeFile, 0o644, 0, 0, 0, "")
+			inos[i], errs[i] = a.Ino, err
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.Queued() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d creates queued behind a running update", e.Queued(), n)
+		}
+	}
+	before := e.Stats()
+	close(release)
+	wg.Wait()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	st := e.Stats()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create in d%d: %v", i, err)
+		}
+	}
+	if g := st.Groups - before.Groups; g != 1 || st.Retries != before.Retries {
+		t.Fatalf("%d groups, %d retries; want the creates in one group", g, st.Retries-before.Retries)
+	}
+	// One for the running update (its write with BEGIN and COMMIT), two
+	// for the group.
+	if rt := st.RoundTrips - before.RoundTrips; rt != 3 {
+		t.Errorf("a group of %d creates took %d round trips (with the update before it), want 3", n, rt)
+	}
+	for i, d := range dirs {
+		if a, err := s.Lookup(ctx, d, "f"); err != nil || a.Ino != inos[i] || a.Type != meta.TypeFile {
+			t.Errorf("d%d/f: %+v, %v; created %d", i, a, err, inos[i])
+		}
+	}
+	// The group's reads saw each create's directory as it was: a second
+	// create of a name is refused, in a group as alone.
+	if _, err := s.Create(ctx, dirs[0], "f", meta.TypeFile, 0o644, 0, 0, 0, ""); !errors.Is(err, meta.ErrExist) {
+		t.Fatalf("create of an existing name: %v, want ErrExist", err)
+	}
+}

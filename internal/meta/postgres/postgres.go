@@ -19,7 +19,10 @@
 // a create is two round trips. One Update transaction runs at a time;
 // the calls that arrive meanwhile commit together in the next one, each
 // keeping its own outcome (group commit, group.go), so an engine's
-// creators never abort each other. Stats (stats.go) counts round trips,
+// creators never abort each other. A group reads every call's first keys
+// with its BEGIN (each function is first run on a meta.Probe that records
+// them, probe.go): a group of creates is two round trips, however many
+// it holds. Stats (stats.go) counts round trips,
 // statements, groups and conflict retries.
 //
 // Durability is the server's: a commit returns after the WAL flush
