@@ -21,8 +21,11 @@ const (
 	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
 	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 	getSQL      = `SELECT v FROM kv WHERE k = $1`
-	putSQL      = `INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
-	deleteSQL   = `DELETE FROM kv WHERE k = $1`
+	// putsSQL writes a run of keys in one statement, in the order of the
+	// arrays (key order); deletesSQL deletes a run (an index scan of ANY
+	// visits the keys in order).
+	putsSQL    = `INSERT INTO kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`
+	deletesSQL = `DELETE FROM kv WHERE k = ANY($1)`
 )
 
 // run runs one attempt. A conflict anywhere (in fn's statements, in the
@@ -70,7 +73,8 @@ func conflict(err error) error {
 // statement. Its writes wait in pending until it commits (or a Scan needs
 // them in the database) and then go to the server in one batch, in key
 // order (so that two transactions writing the same keys lock them in the
-// same order). Gets see pending writes first.
+// same order), each run of puts or of deletes one statement. Gets see
+// pending writes first.
 type txn struct {
 	e       *Engine
 	ctx     context.Context
@@ -211,16 +215,30 @@ func (t *txn) flush(commit bool) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	for _, k := range keys {
-		v := t.pending[k]
-		if v != nil {
-			b.Queue(putSQL, []byte(k), v)
+	// Each run of puts (or of deletes) in key order is one statement: a
+	// create's five writes, or a whole group's, are one INSERT.
+	for len(keys) > 0 {
+		put := t.pending[keys[0]] != nil
+		n := 1
+		for n < len(keys) && (t.pending[keys[n]] != nil) == put {
+			n++
+		}
+		ks, vs := make([][]byte, n), make([][]byte, 0, n)
+		for i, k := range keys[:n] {
+			ks[i] = []byte(k)
+			if put {
+				vs = append(vs, t.pending[k])
+			}
+			if _, ok := t.read[k]; ok {
+				t.read[k] = t.pending[k] // what was prefetched is superseded
+			}
+		}
+		if put {
+			b.Queue(putsSQL, ks, vs)
 		} else {
-			b.Queue(deleteSQL, []byte(k))
+			b.Queue(deletesSQL, ks)
 		}
-		if _, ok := t.read[k]; ok {
-			t.read[k] = v // what was prefetched is superseded
-		}
+		keys = keys[n:]
 	}
 	if commit {
 		b.Queue(`COMMIT`)
