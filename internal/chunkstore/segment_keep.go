@@ -83,18 +83,15 @@ func (d *segmentDrive) keep(l loc) bool {
 
 // takeKept reserves a kept extent for length data bytes in a segment that
 // still takes records, as segment.reserve does at the tail: the caller
-// releases the segment.
+// releases the segment. The extents of a retired segment stay listed for
+// its seal to punch (punchKept).
 func (d *segmentDrive) takeKept(length int64) (*segment, int64, bool) {
 	k := &d.kept
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	exts := k.byLen[length]
-	if len(exts) == 0 {
-		return nil, 0, false
-	}
-	for len(exts) > 0 {
-		e := exts[len(exts)-1]
-		exts = exts[:len(exts)-1]
+	for i := len(exts) - 1; i >= 0; i-- {
+		e := exts[i]
 		e.s.mu.Lock()
 		ok := !e.s.mu.retired
 		if ok {
@@ -102,13 +99,11 @@ func (d *segmentDrive) takeKept(length int64) (*segment, int64, bool) {
 		}
 		e.s.mu.Unlock()
 		if ok {
-			k.byLen[length] = exts
+			k.byLen[length] = append(exts[:i], exts[i+1:]...)
 			k.n -= Align + length
 			return e.s, e.off, true
 		}
-		// Not reached: punchKept removes a retired segment's extents.
 	}
-	k.byLen[length] = exts
 	return nil, 0, false
 }
 
