@@ -37,7 +37,22 @@ func u32(b []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(b, v)
 func u64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
 func counterKey(name string) []byte { return append([]byte{pCounter}, name...) }
-func inodesKey(shard byte) []byte   { return append(counterKey(ctrInodes), shard) }
+func inodesKey(ino uint64) []byte   { return append(counterKey(ctrInodes), inodeShard(ino)) }
+
+// inoBlock is how many inode numbers a metadata server takes at a time.
+const inoBlock = 1024
+
+// inodeShard is the inode-count shard that ino's create and removal
+// count in: the inodes of one block of numbers share one. A metadata
+// server takes a block at a time, so its creates (a whole group of them
+// in one transaction) write one counter key, and two servers write the
+// same key only while their blocks' shards coincide (one block pair in
+// 16). Consecutive numbers in different shards made every group of
+// creates write most shards, and the groups of different servers on one
+// PostgreSQL abort each other. The shards are signed and only their sum
+// is read (Statfs), so a file counted under the old rule and removed under
+// this one leaves the sum right.
+func inodeShard(ino uint64) byte { return byte(ino / inoBlock % shards) }
 
 func inodeKey(ino Ino) []byte { return u64([]byte{pInode}, uint64(ino)) }
 func openKey(ino Ino) []byte  { return u64([]byte{pOpen}, uint64(ino)) }

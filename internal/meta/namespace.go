@@ -23,7 +23,7 @@ func (s *Store) Init(ctx context.Context, root Layout) error {
 		if err := o.putInode(&n); err != nil {
 			return err
 		}
-		return o.addCounter(inodesKey(byte(RootIno%shards)), 1)
+		return o.addCounter(inodesKey(uint64(RootIno)), 1)
 	})
 }
 
@@ -112,7 +112,7 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 		if err != nil {
 			return err
 		}
-		if err := o.prefetch(inodeKey(parent), direntKey(parent, name), inodesKey(byte(ino%shards))); err != nil {
+		if err := o.prefetch(inodeKey(parent), direntKey(parent, name), inodesKey(ino)); err != nil {
 			return err
 		}
 		p, err := o.dir(parent)
@@ -160,7 +160,7 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 			}
 		}
 		a, pa = n.Attr, p.Attr
-		return o.addCounter(inodesKey(byte(n.Ino%shards)), 1)
+		return o.addCounter(inodesKey(uint64(n.Ino)), 1)
 	})
 	if err != nil {
 		return Attr{}, Attr{}, fmt.Errorf("create %q in %d: %w", name, parent, err)
@@ -328,7 +328,7 @@ func (o *op) destroy(n *inode) error {
 	if err := o.tx.Delete(inodeKey(n.Ino)); err != nil {
 		return err
 	}
-	return o.addCounter(inodesKey(byte(n.Ino%shards)), -1)
+	return o.addCounter(inodesKey(uint64(n.Ino)), -1)
 }
 
 // Rmdir removes the empty directory name from parent. Errors: ErrNotFound,

@@ -32,7 +32,7 @@ func New(e Engine, o Options) *Store {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s.inos = allocator{key: counterKey(ctrIno), first: uint64(RootIno) + 1, batch: 1024}
+	s.inos = allocator{key: counterKey(ctrIno), first: uint64(RootIno) + 1, batch: inoBlock}
 	s.gcs = allocator{key: counterKey(ctrGC), first: 1, batch: 1024}
 	return s
 }
