@@ -15,7 +15,7 @@
 #   bench/scaling.sh [SERVERS=1,2,4,6] [OUT=./bench/out/scaling]
 #
 # Environment (defaults in the test): POOLFS_SCALING_SERVER_MBIT (32),
-# POOLFS_SCALING_CLIENT_MBIT (256), POOLFS_SCALING_MB (4: MiB each task
+# POOLFS_SCALING_CLIENT_MBIT (256), POOLFS_SCALING_MB (16: MiB each task
 # writes per server), POOLFS_SCALING_MODEL (ssd), POOLFS_SCALING_SCALE
 # (0.005), POOLFS_SCALING_CASES (fpp,shared: the IOR cases to run; the
 # table shows 0 for the others), POOLFS_SCALING_META (1; 0 skips the

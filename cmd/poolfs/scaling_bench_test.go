@@ -39,7 +39,7 @@ type scalingConfig struct {
 func scalingFromEnv(t *testing.T) scalingConfig {
 	t.Helper()
 	c := scalingConfig{Servers: []int{1, 2, 4, 6}, ServerMbit: 32, ClientMbit: 256, Clients: 2, TasksPer: 2,
-		DrivesPer: 4, Model: "ssd", Scale: 0.005, PerServer: 4 << 20, Scheme: "2+1", Unit: "256K",
+		DrivesPer: 4, Model: "ssd", Scale: 0.005, PerServer: 16 << 20, Scheme: "2+1", Unit: "256K",
 		Cases: []string{"fpp", "shared"},
 		Out:   filepath.Join("..", "..", "bench", "out", "scaling")}
 	env := func(name string, set func(string) error) {
@@ -147,13 +147,15 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	token := createLabCluster(t, mg, dir("mgmt"), mg.Addr(9401))
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
 	startDaemon(t, mg, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", mg.Addr(9402))
+	var srvPids []int
 	for _, h := range srv {
 		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500),
 			"--drive-size", "1G", "--no-direct-io", "--drive-model", cfg.Model, "--drive-speed-scale", strconv.FormatFloat(cfg.Scale, 'g', -1, 64)}
 		for d := range cfg.DrivesPer {
 			args = append(args, "--drive", filepath.Join(shm, h.Name, fmt.Sprintf("d%d", d)))
 		}
-		startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", args...)
+		d := startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", args...)
+		srvPids = append(srvPids, d.cmd.Process.Pid)
 	}
 	// The client hosts share one joined directory: it holds the cluster's
 	// address and secret only, the same on every client.
@@ -164,6 +166,24 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	launcher := bench.Procs{Exe: binary, Stderr: os.Stderr, Prefix: func(rank int) []string {
 		return []string{"nsenter", "--net=" + filepath.Join("/run/netns", clients[rank%len(clients)].NS), "--"}
 	}}
+	// The trace of the servers' links breaks each phase's time down
+	// (scaling_trace_test.go) and is kept in the output directory.
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(srv))
+	for i, h := range srv {
+		names[i] = h.Name
+	}
+	tr, err := newScalingTrace(filepath.Join(cfg.Out, fmt.Sprintf("trace-%d.txt", n)), names, srvPids, append(slices.Clone(srv), clients...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tr.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	p := scalingPoint{Servers: n, BW: map[string]float64{}, Seconds: map[string]float64{}}
 	for _, c := range scalingCases {
 		if !slices.Contains(cfg.Cases, c.name) {
@@ -175,7 +195,10 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 			Layout: bench.LayoutSegmented, Write: true, Read: true, Verify: true, Reorder: true,
 			Iterations: 1, Seed: 0x5ca1e, Name: "ior.dat",
 		}
-		res, err := bench.RunIOR(ctx, bench.IOROptions{Task: task, Tasks: []int{tasks}, Launcher: launcher})
+		launch := tracingLauncher{Launcher: launcher, tr: tr, name: c.name, logf: func(f string, a ...any) {
+			t.Logf("%d servers: "+f, append([]any{n}, a...)...)
+		}}
+		res, err := bench.RunIOR(ctx, bench.IOROptions{Task: task, Tasks: []int{tasks}, Launcher: launch})
 		if err != nil {
 			t.Fatalf("%d servers, %s: %v", n, c.name, err)
 		}
