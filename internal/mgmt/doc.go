@@ -10,6 +10,11 @@
 //   - gc, the fragment collector (wired in gc.go: the service's store,
 //     drives and map, and its integrity state as the guard of every
 //     deletion).
+//   - scrub, the scrub scheduler and its persisted runs (wired in
+//     scrub.go: the service's map, its coordinator's scan, the stripe
+//     records, its drives, the runs kept in blob scrub.runs, and its
+//     event log, which words what a pass reports). The coordinator
+//     resumes a pass as it starts and halts it as it ends.
 //
 // Leadership (leader.go, leader_client.go). Several services may run over
 // one database; the one that holds the database's lease leads (package
@@ -22,7 +27,8 @@
 // that is never told to Follow leads (`poolfs up`). Jobs under way are
 // kept in the store for the next leader: a rebuild run (rebuild_runs.go)
 // and a scrub pass with its progress by placement group
-// (scrub_runs.go), which the next coordinator resumes where it stopped.
+// (package scrub, its record kept by scrub.go), which the next
+// coordinator resumes where it stopped.
 // Calls that change state and would differ if run twice (create a pool,
 // add or replace a drive, start a scrub) carry a request id; the answer
 // of each is kept in the store for 10 minutes, so a retry after a lost

@@ -6,15 +6,12 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"poolfs/internal/recovery"
 )
 
-// LostFile is a file that lost data: more fragments of one of its stripes
-// are gone than parity covers.
-type LostFile struct {
-	Ino     uint64   `json:"ino"`
-	Path    string   `json:"path,omitempty"`
-	Stripes []uint64 `json:"stripes"`
-}
+// LostFile is a file that lost data (recovery.LostFile).
+type LostFile = recovery.LostFile
 
 // RebuildStatus is the coordinator's view of recovery, for status and
 // `poolfs rebuild watch`. Service.Rebuild returns the sum over the pools,

@@ -14,6 +14,7 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/scrub"
 	"poolfs/internal/placement"
 )
 
@@ -128,9 +129,9 @@ func TestScrubCarriedOverByNextLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := a.Scrub().Started
-	rec := func() (scrubRecord, bool) {
+	rec := func() (scrub.Record, bool) {
 		t.Helper()
-		recs, _, err := loadBlobMap[scrubRecord](ctx, store, scrubBlob)
+		recs, _, err := loadBlobMap[scrub.Record](ctx, store, scrubBlob)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt/gc"
+	"poolfs/internal/mgmt/scrub"
 	"poolfs/internal/rpc"
 )
 
@@ -29,11 +30,10 @@ type Service struct {
 	OnMapChange func(m *clustermap.Map) error
 
 	coordOnce sync.Once
-	co        *coordinator // see coord()
-	reqs      requests     // calls with request ids running (requests.go)
-	scrubOnce sync.Once
-	sc        *scrubber     // see scrub()
-	gc        *gc.Collector // the fragment collector (gc.go)
+	co        *coordinator     // see coord()
+	reqs      requests         // calls with request ids running (requests.go)
+	sc        *scrub.Scheduler // the scrub scheduler (scrub.go)
+	gc        *gc.Collector    // the fragment collector (gc.go)
 	space     spaceWatch
 
 	slow      *slowDetector // slow.go; its policy is set before use
@@ -73,6 +73,7 @@ func New(store *meta.Store, drives client.Drives, servers Servers, log *slog.Log
 	}
 	s := &Service{store: store, drives: drives, servers: servers, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
 	s.gc = s.newCollector()
+	s.sc = s.newScrubber()
 	return s
 }
 

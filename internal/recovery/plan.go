@@ -358,3 +358,11 @@ func Check(in Input) Health {
 	}
 	return h
 }
+
+// LostFile is a file that lost data: more fragments of one of its stripes
+// are gone than parity covers (found by a rebuild's scan or by scrub).
+type LostFile struct {
+	Ino     uint64   `json:"ino"`
+	Path    string   `json:"path,omitempty"`
+	Stripes []uint64 `json:"stripes"`
+}
