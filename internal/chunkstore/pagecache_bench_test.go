@@ -94,3 +94,35 @@ func BenchmarkSmallRecordWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSmallFileChurn: the mirror copy of a 64 KiB file (a 68 KiB
+// fragment, deferred, through the page cache) written and deleted in
+// rounds of 100, as files that come and go are: each op is one write and
+// one delete, with the deleted records' extents kept for the next writes
+// (kept) or punched out (punched).
+func BenchmarkSmallFileChurn(b *testing.B) {
+	for _, keep := range []bool{true, false} {
+		name := map[bool]string{true: "kept", false: "punched"}[keep]
+		b.Run(name, func(b *testing.B) {
+			d, err := Open(b.TempDir(), Options{Format: FormatSegments, DirectIO: true, Capacity: 1 << 30, Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			d.impl.(*segmentDrive).kept.off = !keep
+			frag := AlignedBuffer(17 * Align)
+			const round = 100
+			b.SetBytes(int64(len(frag)))
+			for i := 0; b.Loop(); i++ {
+				if err := d.WriteFragment(Deferred(ctx), key(i), frag); err != nil {
+					b.Fatal(err)
+				}
+				if i >= round {
+					if err := d.DeleteFragment(ctx, key(i-round)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -37,6 +37,7 @@ const keptBudget = 16 << 20
 // keptExtents.mu, then a segment's mu.
 type keptExtents struct {
 	mu    sync.Mutex
+	off   bool  // keep nothing (benchmarks compare)
 	n     int64 // bytes (header blocks and data)
 	byLen map[int64][]keptExtent
 }
@@ -65,7 +66,7 @@ func (d *segmentDrive) keep(l loc) bool {
 	k := &d.kept
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.n+n > keptBudget || l.seg.isRetired() {
+	if k.off || k.n+n > keptBudget || l.seg.isRetired() {
 		return false
 	}
 	// The header is voided before the extent can be reused: a crash from
