@@ -4,9 +4,9 @@
 // collector of fragments.
 //
 // Jobs that stand on their own are packages below this one, each given
-// its dependencies as small interfaces by its constructor and tested
-// against in-memory fakes of them; this package wires them to the
-// service and never the other way round:
+// its dependencies, if any, as small interfaces by its constructor and
+// tested against in-memory fakes of them; this package wires them to the
+// service and they never import it:
 //   - gc, the fragment collector (wired in gc.go: the service's store,
 //     drives and map, and its integrity state as the guard of every
 //     deletion).
@@ -15,6 +15,8 @@
 //     records, its drives, the runs kept in blob scrub.runs, and its
 //     event log, which words what a pass reports). The coordinator
 //     resumes a pass as it starts and halts it as it ends.
+//   - detect, the judge of drive speed (a pure core: probe latencies in,
+//     verdicts out), which slow.go feeds and acts on.
 //
 // Leadership (leader.go, leader_client.go). Several services may run over
 // one database; the one that holds the database's lease leads (package
@@ -60,7 +62,7 @@
 // judged down as a whole: a probe of it that fails says this process is
 // starved or stopping, and its drives are judged one by one.
 //
-// Slow drives (slow.go). Each probe is timed. A drive whose probes take
+// Slow drives (slow.go; the judge is package detect). Each probe is timed. A drive whose probes take
 // longer than max(floor, factor × the median of its peers') several times in
 // a row is flagged slow (status, event drive.slow) and cleared when it is
 // back among its peers (drive.slow-cleared). A flagged drive whose probes

@@ -30,7 +30,7 @@ func (s *Service) DriveIO(ctx context.Context) ([]DriveStatus, error) {
 		ask = append(ask, len(inMap))
 		inMap = append(inMap, d)
 		ds = append(ds, DriveStatus{ID: d.ID.String(), Server: d.Server, State: d.State, Capacity: d.Capacity,
-			pool: d.Pool, Latency: s.slow.latency(d.ID)})
+			pool: d.Pool, Latency: s.slow.Latency(d.ID)})
 	}
 	s.askDrives(ctx, m, inMap, ds, ask)
 	return ds, nil

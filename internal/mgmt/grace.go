@@ -22,14 +22,6 @@ const (
 	EventDownGrace = "pool.down-grace"
 )
 
-// probeTimeout is the most a probe may be given (SlowPolicy.DownAfter bounds
-// each one). A probe that times out does not by itself mark a drive down: a
-// server busy with a rebuild may answer slowly, and a false "down" would
-// move data for nothing. A definite answer does (the drive says it is
-// offline, or its server refuses or drops connections), and so does a drive
-// that stays far slower than its peers (slow.go).
-const probeTimeout = 10 * time.Second
-
 // unreachable reports whether err means that a drive does not answer for
 // now (as opposed to answering with I/O errors).
 func unreachable(err error) bool {
@@ -39,8 +31,15 @@ func unreachable(err error) bool {
 // probe asks a drive for its usage through its storage server, as any
 // client would reach it.
 // It returns how long the drive took to answer.
+//
+// A probe is given SlowPolicy.DownAfter (at most detect.MaxDownAfter). A
+// probe that times out does not by itself mark a drive down: a server busy
+// with a rebuild may answer slowly, and a false "down" would move data for
+// nothing. A definite answer does (the drive says it is offline, or its
+// server refuses or drops connections), and so does a drive that stays far
+// slower than its peers (slow.go).
 func (s *Service) probe(ctx context.Context, m *clustermap.Map, id placement.DriveID) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.slow.p.DownAfter)
+	ctx, cancel := context.WithTimeout(ctx, s.slow.Policy().DownAfter)
 	defer cancel()
 	start := time.Now()
 	drv, err := s.drives.Drive(m, id)
@@ -161,7 +160,7 @@ func (s *Service) CheckDrives(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, d := range m.Drives {
 		if d.State != clustermap.StateUp && d.State != clustermap.StateDown {
-			s.slow.forget(d.ID)
+			s.slow.Forget(d.ID)
 			continue
 		}
 		wg.Add(1)
@@ -196,13 +195,13 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		return
 	}
 	tooSlow := s.probeLatency(ctx, id, lat, perr)
-	_, slow := s.slow.slowDesc(id)
+	_, slow := s.slow.Desc(id)
 	switch {
 	case d.State == clustermap.StateUp && errors.Is(perr, context.DeadlineExceeded) && s.serverHung(ctx, m, id):
 		// The probe timed out and the server does not answer a call that
 		// needs no drive: it hangs, and so do all its drives (servers.go).
 		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("hangs: a probe of %v timed out after %v and the server did not answer within %v",
-			id, s.slow.p.DownAfter, pingTimeout))
+			id, s.slow.Policy().DownAfter, pingTimeout))
 	case tooSlow && d.State == clustermap.StateUp:
 		err = s.slowDriveDown(ctx, id) // slow.go
 	case perr == nil && d.State == clustermap.StateDown && !slow:

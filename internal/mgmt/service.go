@@ -11,6 +11,7 @@ import (
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/detect"
 	"poolfs/internal/mgmt/gc"
 	"poolfs/internal/mgmt/scrub"
 	"poolfs/internal/rpc"
@@ -36,9 +37,9 @@ type Service struct {
 	gc        *gc.Collector    // the fragment collector (gc.go)
 	space     spaceWatch
 
-	slow      *slowDetector // slow.go; its policy is set before use
-	inProcess string        // the storage server in this process, if any (servers.go)
-	io        ioState       // clients' I/O reports (iostats.go)
+	slow      *detect.Slow // the slow-drive judge (slow.go); its policy is set before use
+	inProcess string       // the storage server in this process, if any (servers.go)
+	io        ioState      // clients' I/O reports (iostats.go)
 
 	al     alerting   // alerts.go
 	clocks clockWatch // alerts_clock.go
@@ -71,7 +72,7 @@ func New(store *meta.Store, drives client.Drives, servers Servers, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{store: store, drives: drives, servers: servers, log: log, slow: newSlowDetector(DefaultSlowPolicy())}
+	s := &Service{store: store, drives: drives, servers: servers, log: log, slow: detect.NewSlow(DefaultSlowPolicy())}
 	s.gc = s.newCollector()
 	s.sc = s.newScrubber()
 	return s

@@ -16,41 +16,6 @@ import (
 	"poolfs/internal/placement"
 )
 
-// TestSlowDetector: a drive is flagged after Probes slow probes, judged
-// against the median of its peers (not the floor alone), told to go down
-// only once flagged and past DownAfter Probes times, and cleared after
-// Probes normal probes.
-func TestSlowDetector(t *testing.T) {
-	p := SlowPolicy{Floor: 10 * time.Millisecond, Factor: 10, Probes: 2, DownAfter: time.Second}
-	const ms = time.Millisecond
-	for _, tc := range []struct {
-		name  string
-		peers time.Duration   // latency of drives 1..5
-		lats  []time.Duration // drive 0's probes
-		want  []slowVerdict
-	}{
-		{"fast like its peers", ms, []time.Duration{ms, 2 * ms, ms}, []slowVerdict{slowSame, slowSame, slowSame}},
-		{"above the floor, not above its peers", 50 * ms, []time.Duration{200 * ms, 300 * ms, 200 * ms}, []slowVerdict{slowSame, slowSame, slowSame}},
-		{"one slow probe is not enough", ms, []time.Duration{200 * ms, ms, 200 * ms, ms}, []slowVerdict{slowSame, slowSame, slowSame, slowSame}},
-		{"slow, then cleared", ms, []time.Duration{200 * ms, 200 * ms, 200 * ms, ms, ms, ms},
-			[]slowVerdict{slowSame, slowFlagged, slowSame, slowSame, slowCleared, slowSame}},
-		{"past DownAfter: down", ms, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second},
-			[]slowVerdict{slowSame, slowFlagged, slowDown, slowDown}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := newSlowDetector(p)
-			for i, lat := range tc.lats {
-				for id := placement.DriveID(1); id < 6; id++ {
-					d.observe(id, tc.peers)
-				}
-				if got := d.observe(0, lat); got != tc.want[i] {
-					t.Fatalf("probe %d (%v): verdict %d, want %d", i, lat, got, tc.want[i])
-				}
-			}
-		})
-	}
-}
-
 // newTestStore opens a metadata store on a new SQLite database, closed
 // when the test ends.
 func newTestStore(t *testing.T) *meta.Store {

@@ -156,8 +156,8 @@ func (s *Service) status(ctx context.Context, kick bool) (*Status, error) {
 	for i, d := range inMap {
 		ds := &st.Drives[i]
 		if d.State == clustermap.StateUp || d.State == clustermap.StateDown {
-			ds.Slow, _ = s.slow.slowDesc(d.ID)
-			ds.Latency = s.slow.latency(d.ID)
+			ds.Slow, _ = s.slow.Desc(d.ID)
+			ds.Latency = s.slow.Latency(d.ID)
 		}
 		if left, down := m.GraceLeft(d.ID, now); down {
 			ds.DownSince, ds.GraceLeft = d.DownSince, left.Seconds()
