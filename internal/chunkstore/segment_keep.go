@@ -65,20 +65,25 @@ func (d *segmentDrive) keep(l loc) bool {
 	}
 	k := &d.kept
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.off || k.n+n > keptBudget || l.seg.isRetired() {
+		k.mu.Unlock()
 		return false
 	}
+	k.n += n // held for l while its header is voided
+	k.mu.Unlock()
 	// The header is voided before the extent can be reused: a crash from
 	// here on scans it as a torn record.
-	if err := d.voidHeader(l.seg, l.off); err != nil {
+	err := d.voidHeader(l.seg, l.off)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil || l.seg.isRetired() { // the seal may have taken the list already
+		k.n -= n
 		return false
 	}
 	if k.byLen == nil {
 		k.byLen = map[int64][]keptExtent{}
 	}
 	k.byLen[l.length] = append(k.byLen[l.length], keptExtent{l.seg, l.off})
-	k.n += n
 	return true
 }
 
