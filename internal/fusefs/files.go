@@ -171,7 +171,10 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 		read = f.TryReadAt
 	}
 	n, err := read(bg(ctx), dest, off)
-	if err != nil && n == 0 && !isEOF(err) {
+	if err != nil && !isEOF(err) {
+		// Not the bytes before the failed part as a short reply: the
+		// kernel takes a short READ for the end of the file, and the
+		// reader would see a shorter file instead of the error.
 		return nil, h.fsys.errno("read", err)
 	}
 	if h.cached && n > 0 {
