@@ -29,8 +29,10 @@ import (
 // servers). A group that conflicts runs again up to groupAttempts times.
 // A group that cannot commit as a whole (conflicts, a failed statement,
 // or a function that failed after a Scan sent its writes to the server)
-// commits nothing, and each of its calls runs again on its own, with the
-// usual retries: a function may run more than once, as the Engine
+// commits nothing, and its calls run again on their own, one after
+// another in the group's place, with the usual retries (side by side they
+// would abort each other: the creates of one server count in one
+// inode-count shard); a function may run more than once, as the Engine
 // contract allows. A call that finds fewer than maxRunning transactions
 // running and none waiting runs on its own at once.
 const (
@@ -48,10 +50,11 @@ type groupQueue struct {
 type request struct {
 	ctx  context.Context
 	fn   func(meta.Tx) error
-	done chan error // errAlone: run on your own
+	done chan error // the call's outcome
 }
 
-// errAlone tells a queued call to run on its own.
+// errAlone is a group that must not commit as a whole: its calls run on
+// their own.
 var errAlone = errors.New("postgres: run alone")
 
 // Update runs fn in a SERIALIZABLE transaction, retrying on conflicts.
@@ -75,10 +78,7 @@ func (e *Engine) Update(ctx context.Context, fn func(meta.Tx) error) error {
 	g.mu.Unlock()
 	select {
 	case err := <-r.done:
-		if !errors.Is(err, errAlone) {
-			return err
-		}
-		return e.updateAlone(ctx, fn)
+		return err
 	case <-ctx.Done():
 		// A group skips a call whose context has ended; one that ran
 		// already may commit, as a COMMIT on a dropped connection may.
@@ -115,7 +115,15 @@ func (e *Engine) next() {
 		for i, r := range batch {
 			switch {
 			case errors.Is(err, meta.ErrRetry) || errors.Is(err, errAlone):
-				r.done <- errAlone // nothing committed
+				// Nothing committed: the calls run on their own, one
+				// after another in this transaction's place. Side by
+				// side they would conflict with each other (they write
+				// the same inode-count shard).
+				if err := r.ctx.Err(); err != nil {
+					r.done <- err
+					continue
+				}
+				r.done <- e.updateAlone(r.ctx, r.fn)
 			case err != nil:
 				r.done <- err // as a call of its own would fail
 			default:
