@@ -15,21 +15,11 @@ import (
 	"poolfs/internal/netlab"
 )
 
-// metaPoint is one (client hosts, meta servers) point of the metadata
-// scaling benchmark: mdtest rates (ops/s by phase) and pgbench's
-// simple-update rate with as many clients, on the same PostgreSQL.
-type metaPoint struct {
-	Hosts   int                `json:"client_hosts"`
-	Meta    int                `json:"meta_servers"`
-	Clients int                `json:"clients"`
-	Rate    map[string]float64 `json:"ops_per_s"`
-	PGBench float64            `json:"pgbench_tps"`
-}
-
 // TestScalingMetaBench measures aggregate creates, stats and removes from
 // 1, 2 and 4 client hosts through 1, 2 and 4 metadata servers on one
 // PostgreSQL, and pgbench's simple-update transactions against the same
-// server at the same client count. It runs only under bench/scaling.sh.
+// server at the same client count, alternately (metaPair): pgbench, then
+// mdtest, metaRounds times per point. It runs only under bench/scaling.sh.
 func TestScalingMetaBench(t *testing.T) {
 	if os.Getenv("POOLFS_SCALING") == "" {
 		t.Skip("a benchmark: run bench/scaling.sh")
@@ -48,7 +38,7 @@ func TestScalingMetaBench(t *testing.T) {
 	if err != nil {
 		t.Fatal("no pgbench: install postgresql (scripts/deps.sh test)")
 	}
-	const tasksPer, items, maxHosts, maxMeta = 4, 300, 4, 4
+	const tasksPer, maxHosts, maxMeta = 4, 4, 4
 	lab := netlab.New(t)
 	pg, mg, st := lab.AddHost("pg"), lab.AddHost("mgmt"), lab.AddHost("s1")
 	var metas, clients []*netlab.Host
@@ -112,6 +102,16 @@ func TestScalingMetaBench(t *testing.T) {
 	if o, err := clients[0].Command(pgbench, "-i", "-q", "-s", "1", db).CombinedOutput(); err != nil {
 		t.Fatalf("pgbench -i: %v\n%s", err, o)
 	}
+	pgb := func(n int) float64 {
+		o, err := clients[0].Command(pgbench, "-n", "-b", "simple-update", "-c", strconv.Itoa(n), "-j", strconv.Itoa(n),
+			"-T", strconv.Itoa(metaSeconds), db).CombinedOutput()
+		mm := tps.FindSubmatch(o)
+		if err != nil || mm == nil {
+			t.Fatalf("pgbench: %v\n%s", err, o)
+		}
+		v, _ := strconv.ParseFloat(string(mm[1]), 64)
+		return v
+	}
 	var points []metaPoint
 	for _, pt := range [][2]int{{1, 1}, {2, 2}, {4, 4}, {4, 1}} {
 		hosts, m := pt[0], pt[1]
@@ -125,32 +125,47 @@ func TestScalingMetaBench(t *testing.T) {
 				"unshare", "--mount", "--propagation", "private", "sh", "-c", `mount --bind "$0" "$1" && shift && exec "$@"`, dirs[h], seen}
 		}}
 		n := hosts * tasksPer
-		task := bench.MDTestTask{Target: bench.Target{API: bench.APIPoolfs, Dir: fmt.Sprintf("/md-%d-%d", hosts, m), Cluster: seen},
-			Items: items, Dirs: 1, Unique: true, Files: true, Iterations: 1, Seed: 0x5ca1e, Name: "mdtest"}
-		res, err := bench.RunMDTest(ctx, bench.MDTestOptions{Task: task, Tasks: []int{n}, Launcher: launcher})
-		if err != nil {
-			t.Fatalf("%d client hosts, %d meta servers: %v", hosts, m, err)
+		mdtest := func(round, items int) metaPair {
+			task := bench.MDTestTask{Target: bench.Target{API: bench.APIPoolfs, Dir: fmt.Sprintf("/md-%d-%d-%d", hosts, m, round), Cluster: seen},
+				Items: items, Dirs: 1, Unique: true, Files: true, Iterations: 1, Seed: 0x5ca1e, Name: "mdtest"}
+			res, err := bench.RunMDTest(ctx, bench.MDTestOptions{Task: task, Tasks: []int{n}, Launcher: launcher})
+			if err != nil {
+				t.Fatalf("%d client hosts, %d meta servers: %v", hosts, m, err)
+			}
+			pr := metaPair{Items: items, Rate: map[string]float64{}}
+			for _, ph := range res.Runs[0].Phases {
+				pr.Rate[ph.Phase] = ph.Rate.Mean
+				if ph.Phase == "file-create" && len(ph.Iterations) > 0 {
+					pr.CreateSeconds = ph.Iterations[0].Seconds
+				}
+			}
+			return pr
 		}
-		p := metaPoint{Hosts: hosts, Meta: m, Clients: n, Rate: map[string]float64{}}
-		for _, ph := range res.Runs[0].Phases {
-			p.Rate[ph.Phase] = ph.Rate.Mean
+		// A warm-up run, not counted, gives the rate that sizes the
+		// first counted create phase; each later one is sized by the
+		// rate of the one before.
+		rate := mdtest(0, metaWarmItems).Rate["file-create"]
+		p := metaPoint{Hosts: hosts, Meta: m, Clients: n}
+		for r := 1; r <= metaRounds; r++ {
+			tps := pgb(n) // right before the create phase it is compared with
+			pr := mdtest(r, metaItems(rate, n))
+			pr.PGBench = tps
+			rate = pr.Rate["file-create"]
+			t.Logf("%d hosts, %d meta, pair %d: pgbench %.0f tps, then creates %.0f/s over %.1f s (%d per task): %.2f",
+				hosts, m, r, tps, rate, pr.CreateSeconds, pr.Items, rate/tps)
+			p.Pairs = append(p.Pairs, pr)
 		}
-		o, err := clients[0].Command(pgbench, "-n", "-b", "simple-update", "-c", strconv.Itoa(n), "-j", strconv.Itoa(n), "-T", "8", db).CombinedOutput()
-		if mm := tps.FindSubmatch(o); err != nil || mm == nil {
-			t.Fatalf("pgbench: %v\n%s", err, o)
-		} else {
-			p.PGBench, _ = strconv.ParseFloat(string(mm[1]), 64)
-		}
-		t.Logf("%d hosts, %d meta: creates %.0f/s, pgbench %.0f tps", hosts, m, p.Rate["file-create"], p.PGBench)
+		p.summarize()
 		points = append(points, p)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Aggregate metadata rates, operations/s, %s: %d tasks per client host, %d files each (mdtest -F -u, poolfs API);\n", stamp(), tasksPer, items)
-	b.WriteString("pgbench -b simple-update -T 8 with as many clients against the same PostgreSQL\n\n")
+	fmt.Fprintf(&b, "Aggregate metadata rates, operations/s, %s: %d tasks per client host, each in a directory of its own (mdtest -F -u, poolfs API);\n", stamp(), tasksPer)
+	fmt.Fprintf(&b, "per point %d pairs of pgbench -b simple-update -T %d with as many clients against the same PostgreSQL, then mdtest with its create phase sized to about %d s;\n", metaRounds, metaSeconds, metaSeconds)
+	b.WriteString("medians of the pairs; creates / pgbench: median of the pairs' ratios (lowest–highest)\n\n")
 	b.WriteString("| client hosts | meta servers | clients | creates | stats | removes | pgbench tps | creates / pgbench |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range points {
-		fmt.Fprintf(&b, "| %d | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f |\n", p.Hosts, p.Meta, p.Clients,
-			p.Rate["file-create"], p.Rate["file-stat"], p.Rate["file-remove"], p.PGBench, p.Rate["file-create"]/p.PGBench)
+		fmt.Fprintf(&b, "| %d | %d | %d | %.0f | %.0f | %.0f | %.0f | %.2f (%.2f–%.2f) |\n", p.Hosts, p.Meta, p.Clients,
+			p.Rate["file-create"], p.Rate["file-stat"], p.Rate["file-remove"], p.PGBench, p.Ratio, p.RatioMin, p.RatioMax)
 	}
 	fmt.Print(b.String())
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
