@@ -1,6 +1,5 @@
 // Package mgmt is the management service: the authority for the cluster
-// map and its epochs, the failure detector, the rebuild coordinator, the
-// pool status that `poolfs status` and the dashboard show, and the garbage
+// map and its epochs, the failure detector, the pool status that `poolfs status` and the dashboard show, and the garbage
 // collector of fragments.
 //
 // Jobs that stand on their own are packages below this one, each given
@@ -17,6 +16,13 @@
 //     resumes a pass as it starts and halts it as it ends.
 //   - detect, the judge of drive speed (a pure core: probe latencies in,
 //     verdicts out), which slow.go feeds and acts on.
+//   - rebuild, the rebuild coordinator: scan, plan, reconstruct tasks,
+//     restored stripes committed, lost files, its status (wired in
+//     rebuild.go: the service's map, its store for the stripes and for
+//     the runs under way in blob rebuild.runs, its storage servers, and
+//     its event log, which names lost files by walking the namespace).
+//     RunCoordinator runs it with the scrub pass it carries on; drive
+//     state changes kick it; status.go reads its per-pool scan.
 //
 // Leadership (leader.go, leader_client.go). Several services may run over
 // one database; the one that holds the database's lease leads (package
@@ -27,8 +33,8 @@
 // the map as stored. Leaders is the caller of clients given several
 // addresses: it follows the leader and waits out a failover. A service
 // that is never told to Follow leads (`poolfs up`). Jobs under way are
-// kept in the store for the next leader: a rebuild run (rebuild_runs.go)
-// and a scrub pass with its progress by placement group
+// kept in the store for the next leader: a rebuild run (package rebuild,
+// its record kept by rebuild.go) and a scrub pass with its progress by placement group
 // (package scrub, its record kept by scrub.go), which the next
 // coordinator resumes where it stopped.
 // Calls that change state and would differ if run twice (create a pool,
@@ -85,7 +91,7 @@
 // failed, a rebuild's progress, why a rebuild cannot finish, the
 // preservation capacity left, a host file system running short.
 //
-// Recovery state is kept per pool (rebuild_status.go): each pool's run
+// Recovery state is kept per pool (package rebuild): each pool's run
 // starts and ends with its own events, naming the pool. A run ends with
 // rebuild.done only when every stripe was restored; otherwise (too few
 // drives, no free drive in a placement group, every task failing, data

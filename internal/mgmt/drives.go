@@ -10,6 +10,7 @@ import (
 
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/rebuild"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 	"poolfs/internal/storage"
@@ -20,14 +21,14 @@ const (
 	EventDriveFailed   = "drive.failed"
 	EventDriveAdded    = "drive.added"
 	EventDriveReplaced = "drive.replaced"
-	EventRebuildStart  = "rebuild.start"
-	EventRebuildDone   = "rebuild.done"
+	EventRebuildStart  = rebuild.EventStart
+	EventRebuildDone   = rebuild.EventDone
 	// EventRebuildIncomplete: recovery cannot restore every stripe (too
 	// few drives, no free drive in a placement group, tasks failing, data
 	// lost); the message says why.
-	EventRebuildIncomplete = "rebuild.incomplete"
-	EventRebalance         = "rebalance.start"
-	EventRebalanceDone     = "rebalance.done"
+	EventRebuildIncomplete = rebuild.EventIncomplete
+	EventRebalance         = rebuild.EventRebalance
+	EventRebalanceDone     = rebuild.EventRebalanceDone
 	EventDataLost          = "data.lost"
 	EventPriority          = "pool.rebuild-priority"
 	EventScrubStart        = "scrub.start"

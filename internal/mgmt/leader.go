@@ -54,7 +54,7 @@ type Handler interface {
 // fence passes (nil: always), and loads the map as the database holds it:
 // whatever the previous leader wrote is the base of the next epoch. A
 // deletion stop recorded by an earlier leader (integrity.go) holds, and
-// its rebuild runs under way are carried on (rebuild_runs.go).
+// its rebuild runs under way are carried on (rebuild.go).
 func (s *Service) Lead(ctx context.Context, fence meta.Fence) (*clustermap.Map, error) {
 	s.lead.Lock()
 	s.lead.standby, s.lead.leader, s.lead.fence = false, "", fence
@@ -62,7 +62,7 @@ func (s *Service) Lead(ctx context.Context, fence meta.Fence) (*clustermap.Map, 
 	if err := s.loadStopped(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.resumeRuns(ctx); err != nil {
+	if err := s.rb.Resume(ctx); err != nil {
 		return nil, err
 	}
 	return s.Load(ctx)

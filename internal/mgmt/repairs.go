@@ -28,16 +28,15 @@ type repairArgs struct {
 // per drive: they count in the status (RebuildStatus.ReadRepairs) and are
 // logged as read.repair events.
 func (s *Service) ReadRepaired(ctx context.Context, perDrive map[placement.DriveID]int64) error {
-	co := s.coord()
 	ids := make([]placement.DriveID, 0, len(perDrive))
-	co.mu.Lock()
+	var sum int64
 	for id, n := range perDrive {
 		if n > 0 {
-			co.mu.readRepairs += n
+			sum += n
 			ids = append(ids, id)
 		}
 	}
-	co.mu.Unlock()
+	s.rb.ReadRepaired(sum)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		s.event(ctx, EventReadRepair, id.String(),

@@ -13,6 +13,7 @@ import (
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt/detect"
 	"poolfs/internal/mgmt/gc"
+	"poolfs/internal/mgmt/rebuild"
 	"poolfs/internal/mgmt/scrub"
 	"poolfs/internal/rpc"
 )
@@ -30,12 +31,11 @@ type Service struct {
 	// new map after it is stored (an embedded cluster opens new drives).
 	OnMapChange func(m *clustermap.Map) error
 
-	coordOnce sync.Once
-	co        *coordinator     // see coord()
-	reqs      requests         // calls with request ids running (requests.go)
-	sc        *scrub.Scheduler // the scrub scheduler (scrub.go)
-	gc        *gc.Collector    // the fragment collector (gc.go)
-	space     spaceWatch
+	rb    *rebuild.Coordinator // the rebuild coordinator (rebuild.go)
+	reqs  requests             // calls with request ids running (requests.go)
+	sc    *scrub.Scheduler     // the scrub scheduler (scrub.go)
+	gc    *gc.Collector        // the fragment collector (gc.go)
+	space spaceWatch
 
 	slow      *detect.Slow // the slow-drive judge (slow.go); its policy is set before use
 	inProcess string       // the storage server in this process, if any (servers.go)
@@ -73,6 +73,7 @@ func New(store *meta.Store, drives client.Drives, servers Servers, log *slog.Log
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{store: store, drives: drives, servers: servers, log: log, slow: detect.NewSlow(DefaultSlowPolicy())}
+	s.rb = s.newCoordinator()
 	s.gc = s.newCollector()
 	s.sc = s.newScrubber()
 	return s

@@ -6,6 +6,7 @@ import (
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/mgmt/rebuild"
 	"poolfs/internal/placement"
 )
 
@@ -215,8 +216,8 @@ func (s *Service) poolStatus(ctx context.Context, m *clustermap.Map, p *clusterm
 		return ps, err
 	}
 	ps.PreservationReserved = ps.Capacity.Preservation
-	rb, sig, scanned := s.poolRebuild(p.ID)
-	in := HealthInput{M: p.M, Current: scanned && sig == stateSig(m, p),
+	rb, sig, scanned := s.rb.Pool(p.ID)
+	in := HealthInput{M: p.M, Current: scanned && sig == rebuild.StateSig(m, p),
 		Stripes: rb.Stripes, Degraded: rb.Degraded, Critical: rb.Critical, Lost: rb.LostStripes,
 		Waiting: rb.Waiting, Blocked: rb.Blocked, LostFiles: len(rb.Lost),
 		Active: rb.Active, Kind: rb.Kind, Percent: rb.Percent(), Rate: rb.Rate,

@@ -1,23 +1,19 @@
-package mgmt
+package rebuild
 
 import (
 	"maps"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"poolfs/internal/recovery"
 )
 
-// LostFile is a file that lost data (recovery.LostFile).
-type LostFile = recovery.LostFile
-
-// RebuildStatus is the coordinator's view of recovery, for status and
-// `poolfs rebuild watch`. Service.Rebuild returns the sum over the pools,
+// Status is the coordinator's view of recovery, for status and
+// `poolfs rebuild watch`. Coordinator.Status returns the sum over the pools,
 // with each pool's own in Pools; the fields that describe one run
 // (Kind, Pool, Started, Priority...) are those of the first active pool.
-type RebuildStatus struct {
+type Status struct {
 	Active   bool   `json:"active"`
 	Kind     string `json:"kind,omitempty"` // rebuild or rebalance
 	Pool     uint32 `json:"pool"`
@@ -52,9 +48,9 @@ type RebuildStatus struct {
 	Misplaced int `json:"misplaced"`
 	// LostStripes lost more fragments than parity covers; Lost names
 	// their files (a file removed since is dropped at the next scan).
-	LostStripes int        `json:"lost_stripes"`
-	Lost        []LostFile `json:"lost,omitempty"`
-	Blocked     int        `json:"blocked"`
+	LostStripes int                 `json:"lost_stripes"`
+	Lost        []recovery.LostFile `json:"lost,omitempty"`
+	Blocked     int                 `json:"blocked"`
 	// Unavailable stripes have a fragment on a down drive (not rebuilt
 	// while it is down); Waiting ones also lost fragments and need a down
 	// drive back to be rebuilt.
@@ -81,11 +77,11 @@ type RebuildStatus struct {
 	LastSeconds float64 `json:"last_sec,omitempty"`
 	LastError   string  `json:"last_error,omitempty"`
 	// Pools is each pool's own status (only in the sum).
-	Pools []RebuildStatus `json:"pools,omitempty"`
+	Pools []Status `json:"pools,omitempty"`
 }
 
 // Percent is the share of the current pass done.
-func (r *RebuildStatus) Percent() float64 {
+func (r *Status) Percent() float64 {
 	if r.Bytes == 0 {
 		if r.Active {
 			return 0
@@ -95,66 +91,34 @@ func (r *RebuildStatus) Percent() float64 {
 	return 100 * float64(r.BytesDone) / float64(r.Bytes)
 }
 
-// coordinator is the rebuild/rebalance state of a Service.
-type coordinator struct {
-	kick chan struct{}
-	mu   struct {
-		sync.Mutex
-		pools map[uint32]*poolRecovery
-		// io holds DriveIO, DriveReads and DriveWrites, over all pools.
-		io          RebuildStatus
-		readRepairs int64
-	}
-}
-
-// poolRecovery is one pool's recovery state, guarded by coordinator.mu.
-type poolRecovery struct {
-	st        RebuildStatus
-	sig       string             // drive-state signature at the last scan (stateSig)
-	reported  map[[2]uint64]bool // lost stripes already in the event log
+// poolState is one pool's recovery state, guarded by Coordinator.mu.
+type poolState struct {
+	st        Status
+	sig       string             // drive-state signature at the last scan (StateSig)
+	reported  map[[2]uint64]bool // lost stripes already reported
 	announced string             // the Incomplete reason last written as an event
 	stuck     bool               // the last run ended with every task failed
 }
 
-func (s *Service) coord() *coordinator {
-	s.coordOnce.Do(func() {
-		s.co = &coordinator{kick: make(chan struct{}, 1)}
-		s.co.mu.pools = map[uint32]*poolRecovery{}
-		s.co.mu.io.DriveIO = map[string]int64{}
-		s.co.mu.io.DriveReads = map[string]int64{}
-		s.co.mu.io.DriveWrites = map[string]int64{}
-	})
-	return s.co
-}
-
-// poolLocked returns the state of pool id, created empty; co.mu is held.
-func (co *coordinator) poolLocked(id uint32) *poolRecovery {
-	pr := co.mu.pools[id]
+// poolLocked returns the state of pool id, created empty; c.mu is held.
+func (c *Coordinator) poolLocked(id uint32) *poolState {
+	pr := c.mu.pools[id]
 	if pr == nil {
-		pr = &poolRecovery{reported: map[[2]uint64]bool{}}
+		pr = &poolState{reported: map[[2]uint64]bool{}}
 		pr.st.Pool = id
-		co.mu.pools[id] = pr
+		c.mu.pools[id] = pr
 	}
 	return pr
 }
 
-// kickRebuild wakes the coordinator (drive states changed).
-func (s *Service) kickRebuild() {
-	select {
-	case s.coord().kick <- struct{}{}:
-	default:
-	}
-}
-
-// poolRebuild returns a copy of pool id's recovery status and the drive
-// states it was scanned at; ok is false before its first scan.
-func (s *Service) poolRebuild(id uint32) (st RebuildStatus, sig string, ok bool) {
-	co := s.coord()
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	pr := co.mu.pools[id]
+// Pool returns a copy of pool id's recovery status and the drive states
+// it was scanned at (StateSig); ok is false before its first scan.
+func (c *Coordinator) Pool(id uint32) (st Status, sig string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pr := c.mu.pools[id]
 	if pr == nil {
-		return RebuildStatus{Pool: id}, "", false
+		return Status{Pool: id}, "", false
 	}
 	st = pr.st
 	st.Lost = slices.Clone(st.Lost)
@@ -163,7 +127,7 @@ func (s *Service) poolRebuild(id uint32) (st RebuildStatus, sig string, ok bool)
 }
 
 // withRate fills in the rate and ETA of an active run.
-func withRate(st *RebuildStatus) {
+func withRate(st *Status) {
 	if !st.Active || st.Started == 0 {
 		return
 	}
@@ -175,17 +139,16 @@ func withRate(st *RebuildStatus) {
 	}
 }
 
-// Rebuild returns the coordinator's status: the sum over the pools, and
+// Status returns the coordinator's status: the sum over the pools, and
 // each pool's in Pools (in pool ID order).
-func (s *Service) Rebuild() RebuildStatus {
-	co := s.coord()
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	ids := slices.Collect(maps.Keys(co.mu.pools))
+func (c *Coordinator) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := slices.Collect(maps.Keys(c.mu.pools))
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var sum RebuildStatus
+	var sum Status
 	for _, id := range ids {
-		p := co.mu.pools[id].st
+		p := c.mu.pools[id].st
 		p.Lost = slices.Clone(p.Lost)
 		withRate(&p)
 		sum.Pools = append(sum.Pools, p)
@@ -222,9 +185,9 @@ func (s *Service) Rebuild() RebuildStatus {
 	if len(sum.Pools) == 1 {
 		sum.Pool, sum.PoolName, sum.Incomplete = sum.Pools[0].Pool, sum.Pools[0].PoolName, sum.Pools[0].Incomplete
 	}
-	sum.ReadRepairs = co.mu.readRepairs
-	sum.DriveIO = maps.Clone(co.mu.io.DriveIO)
-	sum.DriveReads = maps.Clone(co.mu.io.DriveReads)
-	sum.DriveWrites = maps.Clone(co.mu.io.DriveWrites)
+	sum.ReadRepairs = c.mu.readRepairs
+	sum.DriveIO = maps.Clone(c.mu.io.DriveIO)
+	sum.DriveReads = maps.Clone(c.mu.io.DriveReads)
+	sum.DriveWrites = maps.Clone(c.mu.io.DriveWrites)
 	return sum
 }
