@@ -187,6 +187,7 @@ func (c *Coordinator) finishStuck(ctx context.Context, pool *clustermap.Pool, wh
 	}
 	c.mu.Unlock()
 	if again {
+		c.saveRun(ctx, pool.ID, Record{}) // the retry recorded itself as it started
 		c.d.Log.Warn("rebuild retry failed", "pool", pool.Name, "why", why)
 		return
 	}

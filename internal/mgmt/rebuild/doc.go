@@ -36,7 +36,8 @@
 //     skipped, never overwritten;
 //   - a task never reads or writes a drive that is not up, and its target
 //     is a drive of the stripe's placement group the stripe does not use;
-//   - a run is recorded as it starts and its record removed as it ends;
+//   - a run is recorded exactly while it is active: as it starts (a
+//     retry too) and until it ends (a retry that fails too);
 //   - only Run (one goroutine) executes tasks; Status, Pool, Scan, Kick,
 //     Resume and ReadRepaired are safe from any goroutine.
 package rebuild
