@@ -212,9 +212,14 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 		}
 	}
 	// Drives flagged slow or marked down during the run are printed: the
-	// figures are then of a degraded pool.
+	// figures are then of a degraded pool. Every event of the point is kept
+	// beside its trace.
+	events := runOn(t, clients[0], "-c", dir("client"), "events")
+	if err := os.WriteFile(filepath.Join(cfg.Out, fmt.Sprintf("events-%d.txt", n)), []byte(events), 0o644); err != nil {
+		t.Error(err)
+	}
 	var flagged []string
-	for _, line := range strings.Split(runOn(t, clients[0], "-c", dir("client"), "events"), "\n") {
+	for _, line := range strings.Split(events, "\n") {
 		if strings.Contains(line, "drive.slow") || strings.Contains(line, "drive.down") {
 			flagged = append(flagged, line)
 		}
