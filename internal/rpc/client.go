@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -91,7 +92,7 @@ func Dial(addr string, secret []byte, opts ClientOptions) (*Client, error) {
 		identity: opts.Identity,
 		peers:    opts.Peers,
 	}
-	cc, err := c.dial(context.Background())
+	cc, err := c.dialRetry(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("rpc: dial %s: %w", addr, err)
 	}
@@ -275,12 +276,46 @@ func (c *Client) get(ctx context.Context) (*clientConn, error) {
 		}
 		cc.nc.Close() // the server hung up while it sat idle
 	}
-	cc, err := c.dial(ctx)
+	cc, err := c.dialRetry(ctx)
 	if err != nil {
 		<-c.slots
 		return nil, err
 	}
 	return cc, nil
+}
+
+// dialAttempts bounds the connections one call opens when the server
+// closes each during its handshake.
+const dialAttempts = 3
+
+// dialRetry is dial, tried again (up to dialAttempts, 50 ms and then
+// 100 ms apart) when the server accepted the connection and closed it
+// before the handshake ended: a server sheds connections that way (the
+// oldest unauthenticated ones beyond MaxPending, those past its handshake
+// timeout on a starved machine), and no request was sent, so another
+// connection is always safe. A refusal (wrong secret, certificate, full
+// server), a connection refused and a timeout are not tried again: they
+// would say the same, or detecting a dead server would take longer.
+func (c *Client) dialRetry(ctx context.Context) (*clientConn, error) {
+	for attempt := 1; ; attempt++ {
+		cc, err := c.dial(ctx)
+		if err == nil || attempt == dialAttempts || !droppedInHandshake(err) {
+			return cc, err
+		}
+		t := time.NewTimer(time.Duration(attempt) * 50 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// droppedInHandshake reports whether a dial failed because the server
+// closed the connection in the handshake.
+func droppedInHandshake(err error) bool {
+	return !errors.Is(err, ErrAuth) && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
 }
 
 // put gives back the slot of cc and keeps cc for reuse if ok.
