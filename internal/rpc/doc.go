@@ -72,7 +72,11 @@
 // the oldest is closed, so a flood of connections that stall cannot keep a
 // real client, which answers in one round trip, from getting in.
 // Authenticated connections are bounded by MaxConns (default 8192).
-// Server.Stats counts them and the evictions and refusals.
+// Server.Stats counts them and the evictions and refusals. A client whose
+// connection the server closes during the handshake (evicted, or past
+// the timeout on a starved machine) opens another, up to three per dial:
+// no request went out on it. A refusal, a refused connection or a
+// timeout is not tried again.
 //
 // # Records: what is protected
 //
