@@ -52,12 +52,14 @@ func TestSlowDriveMarkedDownAndBack(t *testing.T) {
 		t.Fatal("d03 missing from status")
 		return "", ""
 	}
+	// The map says down before the event log has drive.down (the event
+	// is written after the epoch): wait for both.
 	waitUntil(t, 30*time.Second, "the slow drive is not marked down", func() bool {
 		st, slow := state()
-		return st == clustermap.StateDown && slow != ""
+		return st == clustermap.StateDown && slow != "" && len(eventsOf(t, conn, "drive.down")) > 0
 	})
-	if len(eventsOf(t, conn, "drive.slow")) != 1 || len(eventsOf(t, conn, "drive.down")) != 1 {
-		t.Fatal("want one drive.slow and one drive.down event")
+	if sl, dn := eventsOf(t, conn, "drive.slow"), eventsOf(t, conn, "drive.down"); len(sl) != 1 || len(dn) != 1 {
+		t.Fatalf("want one drive.slow and one drive.down event: %+v, %+v", sl, dn)
 	}
 	// The client has not met an error since the drive went down: it learns
 	// of it from its map, and writes around it.
@@ -82,12 +84,13 @@ func TestSlowDriveMarkedDownAndBack(t *testing.T) {
 	if err := c.storage.Fault(storage.FaultArgs{Drive: 3, Op: "slow", Delay: 0}); err != nil {
 		t.Fatal(err)
 	}
+	// Likewise drive.up.
 	waitUntil(t, 30*time.Second, "the healed drive is not up again", func() bool {
 		st, slow := state()
-		return st == clustermap.StateUp && slow == ""
+		return st == clustermap.StateUp && slow == "" && len(eventsOf(t, conn, "drive.up")) > 0
 	})
-	if len(eventsOf(t, conn, "drive.slow-cleared")) != 1 || len(eventsOf(t, conn, "drive.up")) != 1 {
-		t.Fatal("want one drive.slow-cleared and one drive.up event")
+	if cl, up := eventsOf(t, conn, "drive.slow-cleared"), eventsOf(t, conn, "drive.up"); len(cl) != 1 || len(up) != 1 {
+		t.Fatalf("want one drive.slow-cleared and one drive.up event: %+v, %+v", cl, up)
 	}
 	for _, p := range []string{"/f", "/g"} {
 		if got := get(t, conn, p); !bytes.Equal(got, data) {

@@ -14,8 +14,9 @@
 //     records, its drives, the runs kept in blob scrub.runs, and its
 //     event log, which words what a pass reports). The coordinator
 //     resumes a pass as it starts and halts it as it ends.
-//   - detect, the judge of drive speed (a pure core: probe latencies in,
-//     verdicts out), which slow.go feeds and acts on.
+//   - detect, the failure detector's judge (a pure core): of drive speed
+//     (probe latencies in, verdicts out), which slow.go feeds and acts
+//     on, and of what a probe calls for (Judge), which grace.go acts on.
 //   - rebuild, the rebuild coordinator: scan, plan, reconstruct tasks,
 //     restored stripes committed, lost files, its status (wired in
 //     rebuild.go: the service's map, its store for the stripes and for
@@ -43,7 +44,8 @@
 // answer, to this leader or the next, gets the first answer and has no
 // second effect (requests.go).
 //
-// Failure detection (grace.go, report.go). A drive that answers with I/O
+// Failure detection (grace.go, report.go; the decisions are package
+// detect's Judge). A drive that answers with I/O
 // errors, or whose directory vanished, is failed at once. A drive that does
 // not answer (its storage server unreachable, the drive offline) is only
 // marked down: CheckDrives probes every up and down drive through the

@@ -11,6 +11,7 @@ import (
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/detect"
 	"poolfs/internal/placement"
 	"poolfs/internal/rpc"
 )
@@ -23,10 +24,8 @@ const (
 )
 
 // unreachable reports whether err means that a drive does not answer for
-// now (as opposed to answering with I/O errors).
-func unreachable(err error) bool {
-	return errors.Is(err, chunkstore.ErrOffline) || errors.Is(err, rpc.ErrUnavailable)
-}
+// now (as opposed to answering with I/O errors): detect.Unreachable.
+func unreachable(err error) bool { return detect.Unreachable(err) }
 
 // probe asks a drive for its usage through its storage server, as any
 // client would reach it.
@@ -196,23 +195,24 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	}
 	tooSlow := s.probeLatency(ctx, id, lat, perr)
 	_, slow := s.slow.Desc(id)
-	switch {
-	case d.State == clustermap.StateUp && errors.Is(perr, context.DeadlineExceeded) && s.serverHung(ctx, m, id):
+	p := detect.Probe{State: d.State, Err: perr, TooSlow: tooSlow, Slow: slow, InProcess: s.inProcessDrive(m, id)}
+	switch detect.Judge(p, func() bool { return s.serverHung(ctx, m, id) }) {
+	case detect.HungServer:
 		// The probe timed out and the server does not answer a call that
 		// needs no drive: it hangs, and so do all its drives (servers.go).
 		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("hangs: a probe of %v timed out after %v and the server did not answer within %v",
 			id, s.slow.Policy().DownAfter, pingTimeout))
-	case tooSlow && d.State == clustermap.StateUp:
+	case detect.SlowDown:
 		err = s.slowDriveDown(ctx, id) // slow.go
-	case perr == nil && d.State == clustermap.StateDown && !slow:
+	case detect.MarkUp:
 		err = s.DriveUp(ctx, id, "answers again")
-	case perr != nil && d.State == clustermap.StateUp && errors.Is(perr, rpc.ErrUnavailable) && !s.inProcessDrive(m, id):
+	case detect.DeadServer:
 		// Its server does not answer: none of the server's drives can be
 		// reached (servers.go).
 		err = s.ServerDown(ctx, d.Server, fmt.Sprintf("does not answer: %v", perr))
-	case perr != nil && d.State == clustermap.StateUp && unreachable(perr):
+	case detect.MarkDown:
 		err = s.DriveDown(ctx, id, fmt.Sprintf("does not answer: %v", perr))
-	case errors.Is(perr, chunkstore.ErrFailed):
+	case detect.MarkFailed:
 		err = s.FailDrive(ctx, id, fmt.Sprintf("I/O errors: %v", perr))
 	}
 	if err != nil {
