@@ -25,7 +25,8 @@ type Policy struct {
 	// Probes times in a row, is marked down (the grace period then
 	// applies: it is failed and rebuilt if it stays so), and is marked up
 	// again only once it is no longer slow. Probes are given up after
-	// DownAfter, which counts as that long. Default 2s.
+	// DownAfter, which counts as that long; a flagged drive's probe that
+	// long is slow whatever its peers' latency. Default 2s.
 	DownAfter time.Duration
 }
 
@@ -111,7 +112,11 @@ func (d *Slow) Observe(id placement.DriveID, lat time.Duration) Verdict {
 	}
 	st.n++
 	st.bound = d.boundLocked(id)
-	if lat > st.bound {
+	// A flagged drive's probe given up (DownAfter) is slow even when its
+	// peers have slowed too (a loaded host): otherwise the drive, down
+	// and still not answering in time, would be cleared, marked up and
+	// flagged again. It does not flag a drive no slower than its peers.
+	if lat > st.bound || (st.slow && lat >= d.p.DownAfter) {
 		st.over, st.under = st.over+1, 0
 	} else {
 		st.over, st.under = 0, st.under+1

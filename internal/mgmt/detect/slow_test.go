@@ -11,7 +11,8 @@ import (
 // TestSlow: a drive is flagged after Probes slow probes, judged
 // against the median of its peers (not the floor alone), told to go down
 // only once flagged and past DownAfter Probes times, and cleared after
-// Probes normal probes.
+// Probes normal probes; a probe given up (DownAfter) never clears a flag,
+// however slow the peers, but does not flag a drive as slow as its peers.
 func TestSlow(t *testing.T) {
 	p := Policy{Floor: 10 * time.Millisecond, Factor: 10, Probes: 2, DownAfter: time.Second}
 	const ms = time.Millisecond
@@ -20,20 +21,28 @@ func TestSlow(t *testing.T) {
 		peers time.Duration   // latency of drives 1..5
 		lats  []time.Duration // drive 0's probes
 		want  []Verdict
+		later time.Duration // if set, the peers' latency from drive 0's fourth probe on
 	}{
-		{"fast like its peers", ms, []time.Duration{ms, 2 * ms, ms}, []Verdict{Same, Same, Same}},
-		{"above the floor, not above its peers", 50 * ms, []time.Duration{200 * ms, 300 * ms, 200 * ms}, []Verdict{Same, Same, Same}},
-		{"one slow probe is not enough", ms, []time.Duration{200 * ms, ms, 200 * ms, ms}, []Verdict{Same, Same, Same, Same}},
+		{"fast like its peers", ms, []time.Duration{ms, 2 * ms, ms}, []Verdict{Same, Same, Same}, 0},
+		{"above the floor, not above its peers", 50 * ms, []time.Duration{200 * ms, 300 * ms, 200 * ms}, []Verdict{Same, Same, Same}, 0},
+		{"one slow probe is not enough", ms, []time.Duration{200 * ms, ms, 200 * ms, ms}, []Verdict{Same, Same, Same, Same}, 0},
 		{"slow, then cleared", ms, []time.Duration{200 * ms, 200 * ms, 200 * ms, ms, ms, ms},
-			[]Verdict{Same, Flagged, Same, Same, Cleared, Same}},
+			[]Verdict{Same, Flagged, Same, Same, Cleared, Same}, 0},
 		{"past DownAfter: down", ms, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second},
-			[]Verdict{Same, Flagged, Down, Down}},
+			[]Verdict{Same, Flagged, Down, Down}, 0},
+		{"down, then its peers slow too", ms, []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, time.Second, time.Second, time.Second, time.Second},
+			[]Verdict{Same, Flagged, Down, Down, Down, Down, Down}, 500 * ms},
+		{"given up like its peers' probes", 500 * ms, []time.Duration{time.Second, time.Second, time.Second}, []Verdict{Same, Same, Same}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := NewSlow(p)
 			for i, lat := range tc.lats {
+				peers := tc.peers
+				if tc.later != 0 && i >= 3 {
+					peers = tc.later
+				}
 				for id := placement.DriveID(1); id < 6; id++ {
-					d.Observe(id, tc.peers)
+					d.Observe(id, peers)
 				}
 				if got := d.Observe(0, lat); got != tc.want[i] {
 					t.Fatalf("probe %d (%v): verdict %d, want %d", i, lat, got, tc.want[i])
