@@ -56,3 +56,19 @@ func setBlobMapEntry[V any](ctx context.Context, store *meta.Store, blob, key st
 	}
 	return fmt.Errorf("mgmt: %s: lost the race 10 times: %w", blob, meta.ErrConflict)
 }
+
+// blobRuns keeps a job's records by pool (rebuild.Runs, scrub.Runs) in
+// the JSON object stored under blob.
+type blobRuns[R any] struct {
+	store *meta.Store
+	blob  string
+}
+
+func (r blobRuns[R]) Load(ctx context.Context) (map[string]R, error) {
+	recs, _, err := loadBlobMap[R](ctx, r.store, r.blob)
+	return recs, err
+}
+
+func (r blobRuns[R]) Set(ctx context.Context, pool string, rec R, del bool) error {
+	return setBlobMapEntry(ctx, r.store, r.blob, pool, rec, del)
+}

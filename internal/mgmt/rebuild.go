@@ -29,7 +29,7 @@ func (s *Service) newCoordinator() *rebuild.Coordinator {
 		Maps:    s,
 		Store:   s.store,
 		Servers: rebuildServers{s},
-		Runs:    rebuildRuns{s},
+		Runs:    blobRuns[rebuild.Record]{s.store, runsBlob},
 		Events:  rebuildEvents{s},
 		Log:     s.log,
 	})
@@ -70,18 +70,6 @@ func PlanInput(m *clustermap.Map, pool *clustermap.Pool, stripes []recovery.Stri
 // event counts the whole run.
 const runsBlob = "rebuild.runs"
 
-// rebuildRuns keeps the coordinator's records in runsBlob.
-type rebuildRuns struct{ s *Service }
-
-func (r rebuildRuns) Load(ctx context.Context) (map[string]rebuild.Record, error) {
-	recs, _, err := loadBlobMap[rebuild.Record](ctx, r.s.store, runsBlob)
-	return recs, err
-}
-
-func (r rebuildRuns) Set(ctx context.Context, pool string, rec rebuild.Record, del bool) error {
-	return setBlobMapEntry(ctx, r.s.store, runsBlob, pool, rec, del)
-}
-
 // rebuildServers reaches the service's storage servers, if it has any.
 type rebuildServers struct{ s *Service }
 
@@ -108,7 +96,7 @@ func (e rebuildEvents) Lost(ctx context.Context, lost map[uint64][]uint64) []rec
 }
 
 var (
-	_ rebuild.Runs    = rebuildRuns{}
+	_ rebuild.Runs    = blobRuns[rebuild.Record]{}
 	_ rebuild.Servers = rebuildServers{}
 	_ rebuild.Events  = rebuildEvents{}
 	_ rebuild.Store   = (*meta.Store)(nil)

@@ -38,7 +38,7 @@ func TestRebuildRunCarriedOverByNextLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now().Add(-time.Minute).UnixNano()
-	if err := (rebuildRuns{first}).Set(ctx, "3", rebuild.Record{Kind: "rebuild", Started: started}, false); err != nil {
+	if err := (blobRuns[rebuild.Record]{first.store, runsBlob}).Set(ctx, "3", rebuild.Record{Kind: "rebuild", Started: started}, false); err != nil {
 		t.Fatal(err)
 	}
 

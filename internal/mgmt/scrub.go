@@ -31,7 +31,7 @@ func (s *Service) newScrubber() *scrub.Scheduler {
 		Scanner: s,
 		Stripes: s.store,
 		Drives:  serviceDrives{s},
-		Runs:    scrubRuns{s},
+		Runs:    blobRuns[scrub.Record]{s.store, scrubBlob},
 		Events:  scrubEvents{s},
 		Log:     s.log,
 	})
@@ -65,18 +65,6 @@ func (s *Service) Scrub() ScrubStatus { return s.sc.Status() }
 // by pool), so that a management service that takes over (or one
 // restarted) carries it on where its predecessor left it (package scrub).
 const scrubBlob = "scrub.runs"
-
-// scrubRuns keeps the scrub scheduler's records in scrubBlob.
-type scrubRuns struct{ s *Service }
-
-func (r scrubRuns) Load(ctx context.Context) (map[string]scrub.Record, error) {
-	recs, _, err := loadBlobMap[scrub.Record](ctx, r.s.store, scrubBlob)
-	return recs, err
-}
-
-func (r scrubRuns) Set(ctx context.Context, pool string, rec scrub.Record, del bool) error {
-	return setBlobMapEntry(ctx, r.s.store, scrubBlob, pool, rec, del)
-}
 
 // scrubEvents writes what the scrub scheduler reports to the event log.
 type scrubEvents struct{ s *Service }
@@ -114,7 +102,7 @@ func (d serviceDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstor
 }
 
 var (
-	_ scrub.Runs    = scrubRuns{}
+	_ scrub.Runs    = blobRuns[scrub.Record]{}
 	_ scrub.Events  = scrubEvents{}
 	_ scrub.Scanner = (*Service)(nil)
 	_ scrub.Stripes = (*meta.Store)(nil)

@@ -22,16 +22,7 @@ import (
 func TestFailedGroupRunsCallsInTurn(t *testing.T) {
 	e := openPG(t)
 	ctx := context.Background()
-	release, running := make(chan struct{}), make(chan struct{}, 1)
-	first := make(chan error, 1)
-	go func() {
-		first <- e.Update(ctx, func(tx meta.Tx) error {
-			running <- struct{}{}
-			<-release
-			return tx.Put([]byte("ctr"), []byte("0"))
-		})
-	}()
-	<-running
+	release, first := holdUpdate(e, "ctr", "0")
 	// The first queued call fails after a Scan sent its writes to the
 	// server: its group cannot drop them, so the group commits nothing.
 	errBoom := errors.New("boom")
@@ -73,7 +64,7 @@ func TestFailedGroupRunsCallsInTurn(t *testing.T) {
 		}
 	}
 	before := e.Stats()
-	close(release)
+	release()
 	wg.Wait()
 	if err := <-first; err != nil {
 		t.Fatal(err)

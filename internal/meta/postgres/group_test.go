@@ -11,6 +11,7 @@ import (
 
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/metatest"
+	"poolfs/internal/meta/postgres"
 )
 
 // TestGroupCommit: Updates that wait while another runs commit together
@@ -20,16 +21,7 @@ import (
 func TestGroupCommit(t *testing.T) {
 	e := openPG(t)
 	ctx := context.Background()
-	release, running := make(chan struct{}), make(chan struct{}, 1)
-	first := make(chan error, 1)
-	go func() {
-		first <- e.Update(ctx, func(tx meta.Tx) error {
-			running <- struct{}{}
-			<-release
-			return tx.Put([]byte("k00"), []byte("first"))
-		})
-	}()
-	<-running
+	release, first := holdUpdate(e, "k00", "first")
 	errBoom := errors.New("boom")
 	errTaken := errors.New("name taken")
 	const n = 15
@@ -61,7 +53,7 @@ func TestGroupCommit(t *testing.T) {
 			t.Fatalf("%d of %d updates queued behind a running one", e.Queued(), n)
 		}
 	}
-	close(release)
+	release()
 	wg.Wait()
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -157,16 +149,7 @@ func TestCreatorsDoNotConflict(t *testing.T) {
 // its context ends, and its function does not run later.
 func TestQueuedUpdateCancelled(t *testing.T) {
 	e := openPG(t)
-	release, running := make(chan struct{}), make(chan struct{}, 1)
-	first := make(chan error, 1)
-	go func() {
-		first <- e.Update(context.Background(), func(tx meta.Tx) error {
-			running <- struct{}{}
-			<-release
-			return tx.Put([]byte("first"), []byte("1"))
-		})
-	}()
-	<-running
+	release, first := holdUpdate(e, "first", "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	queued := make(chan error, 1)
 	go func() {
@@ -181,7 +164,7 @@ func TestQueuedUpdateCancelled(t *testing.T) {
 	if err := <-queued; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled queued update: %v, want context.Canceled", err)
 	}
-	close(release)
+	release()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
@@ -217,16 +200,7 @@ func TestGroupReadsWithBegin(t *testing.T) {
 		}
 		dirs[i] = d.Ino
 	}
-	release, running := make(chan struct{}), make(chan struct{}, 1)
-	first := make(chan error, 1)
-	go func() {
-		first <- e.Update(ctx, func(tx meta.Tx) error {
-			running <- struct{}{}
-			<-release
-			return tx.Put([]byte("first"), []byte("1"))
-		})
-	}()
-	<-running
+	release, first := holdUpdate(e, "first", "1")
 	inos := make([]meta.Ino, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -242,7 +216,7 @@ func TestGroupReadsWithBegin(t *testing.T) {
 		}
 	}
 	before := e.Stats()
-	close(release)
+	release()
 	wg.Wait()
 	if err := <-first; err != nil {
 		t.Fatal(err)
@@ -271,4 +245,21 @@ func TestGroupReadsWithBegin(t *testing.T) {
 	if _, err := s.Create(ctx, dirs[0], "f", meta.TypeFile, 0o644, 0, 0, 0, ""); !errors.Is(err, meta.ErrExist) {
 		t.Fatalf("create of an existing name: %v, want ErrExist", err)
 	}
+}
+
+// holdUpdate starts an Update of e that puts key = val and holds it,
+// running, until release is called: Updates made meanwhile queue behind
+// it. first gives its error.
+func holdUpdate(e *postgres.Engine, key, val string) (release func(), first <-chan error) {
+	hold, running := make(chan struct{}), make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Update(context.Background(), func(tx meta.Tx) error {
+			running <- struct{}{}
+			<-hold
+			return tx.Put([]byte(key), []byte(val))
+		})
+	}()
+	<-running
+	return func() { close(hold) }, done
 }

@@ -11,6 +11,7 @@ import (
 
 	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/jobtest"
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
 	"poolfs/internal/storage"
@@ -194,39 +195,6 @@ func (f *fakeServers) tasks() []*storage.ReconstructArgs {
 	return slices.Clone(f.args)
 }
 
-type fakeRuns struct {
-	mu   sync.Mutex
-	recs map[string]Record
-}
-
-func (f *fakeRuns) Load(context.Context) (map[string]Record, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]Record{}
-	for k, v := range f.recs {
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (f *fakeRuns) Set(_ context.Context, pool string, r Record, del bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if del {
-		delete(f.recs, pool)
-	} else {
-		f.recs[pool] = r
-	}
-	return nil
-}
-
-func (f *fakeRuns) get(pool string) (Record, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.recs[pool]
-	return r, ok
-}
-
 type event struct {
 	kind, subject, msg string
 	dur                time.Duration
@@ -288,7 +256,7 @@ type rig struct {
 	maps    *fakeMaps
 	store   *fakeStore
 	servers *fakeServers
-	runs    *fakeRuns
+	runs    *jobtest.Runs[Record]
 	events  *fakeEvents
 	c       *Coordinator
 	n       int
@@ -313,7 +281,7 @@ func newRig(t *testing.T, n int) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{maps: &fakeMaps{m: m}, store: newFakeStore(), servers: &fakeServers{},
-		runs: &fakeRuns{recs: map[string]Record{}}, events: &fakeEvents{}, n: n}
+		runs: jobtest.NewRuns[Record](), events: &fakeEvents{}, n: n}
 	pp, err := m.Placement(rigPool)
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func TestRestoresFailedDrive(t *testing.T) {
 	if st.Bytes == 0 || st.BytesDone != st.Bytes || st.Bytes < int64(len(lost)*3*4096) || st.Bytes > want*2 {
 		t.Fatalf("bytes %d of %d, want about %d", st.BytesDone, st.Bytes, want)
 	}
-	if rec, ok := r.runs.get("3"); !ok || rec.Kind != "rebuild" || rec.Started != st.Started {
+	if rec, ok := r.runs.Get("3"); !ok || rec.Kind != "rebuild" || rec.Started != st.Started {
 		t.Fatalf("run record %+v %v, want the run's", rec, ok)
 	}
 	if k := r.events.kinds(); !slices.Equal(k, []string{EventStart}) {
@@ -75,7 +75,7 @@ func TestRestoresFailedDrive(t *testing.T) {
 	if r.pass(t) {
 		t.Fatal("a pass with nothing to do asks for another")
 	}
-	if _, ok := r.runs.get("3"); ok {
+	if _, ok := r.runs.Get("3"); ok {
 		t.Fatal("the run's record outlives it")
 	}
 	if k := r.events.kinds(); !slices.Equal(k, []string{EventStart, EventDone}) {
@@ -103,7 +103,7 @@ func TestEveryTaskFailing(t *testing.T) {
 		if r.pass(t) {
 			t.Fatal("a pass whose every task failed asks for another at once")
 		}
-		if _, ok := r.runs.get("3"); ok {
+		if _, ok := r.runs.Get("3"); ok {
 			t.Fatalf("pass %d: an ended run is still recorded", i+1)
 		}
 	}
@@ -222,7 +222,7 @@ func TestTooFewDrives(t *testing.T) {
 func TestResumeCarriesRunOn(t *testing.T) {
 	r := newRig(t, 4)
 	started := time.Now().Add(-time.Minute).UnixNano()
-	r.runs.recs["3"] = Record{Kind: "rebuild", Started: started}
+	r.runs.Set(context.Background(), "3", Record{Kind: "rebuild", Started: started}, false)
 	if err := r.c.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -234,19 +234,19 @@ func TestResumeCarriesRunOn(t *testing.T) {
 	if len(evs) != 1 || evs[0].kind != EventDone || !strings.HasPrefix(evs[0].msg, "rebuild finished in 1m") || evs[0].dur < time.Minute {
 		t.Fatalf("events %+v, want one rebuild.done over the whole run", evs)
 	}
-	if _, ok := r.runs.get("3"); ok {
+	if _, ok := r.runs.Get("3"); ok {
 		t.Fatal("the ended run is still recorded")
 	}
 	// Another leader's run, then its end while this one stood by.
-	r.runs.recs["3"] = Record{Kind: "rebalance", Started: started}
+	r.runs.Set(context.Background(), "3", Record{Kind: "rebalance", Started: started}, false)
 	if err := r.c.Resume(context.Background()); err != nil || !r.c.Status().Active {
 		t.Fatalf("resume: %v, %+v", err, r.c.Status())
 	}
-	delete(r.runs.recs, "3")
+	r.runs.Set(context.Background(), "3", Record{}, true)
 	if err := r.c.Resume(context.Background()); err != nil || r.c.Status().Active {
 		t.Fatalf("a run no longer recorded: %v, %+v", err, r.c.Status())
 	}
-	r.runs.recs["x"] = Record{Kind: "rebuild"}
+	r.runs.Set(context.Background(), "x", Record{Kind: "rebuild"}, false)
 	if err := r.c.Resume(context.Background()); err == nil {
 		t.Fatal("a record under a key that is no pool ID was taken")
 	}

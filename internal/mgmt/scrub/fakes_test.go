@@ -14,6 +14,7 @@ import (
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
+	"poolfs/internal/mgmt/jobtest"
 	"poolfs/internal/placement"
 	"poolfs/internal/recovery"
 	"poolfs/internal/stripeio"
@@ -54,41 +55,6 @@ type fakeScanner struct {
 
 func (f *fakeScanner) Scan(context.Context, *clustermap.Pool) ([]recovery.Stripe, []meta.StripeRec, error) {
 	return slices.Clone(f.stripes), slices.Clone(f.recs), nil
-}
-
-type fakeRuns struct {
-	mu   sync.Mutex
-	recs map[string]Record
-	sets int
-}
-
-func (f *fakeRuns) Load(context.Context) (map[string]Record, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]Record{}
-	for k, v := range f.recs {
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (f *fakeRuns) Set(_ context.Context, pool string, r Record, del bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sets++
-	if del {
-		delete(f.recs, pool)
-	} else {
-		f.recs[pool] = r
-	}
-	return nil
-}
-
-func (f *fakeRuns) get(pool string) (Record, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.recs[pool]
-	return r, ok
 }
 
 type fakeEvents struct {
@@ -141,7 +107,7 @@ type rig struct {
 	maps    *drivetest.Maps
 	scan    *fakeScanner
 	stripes *fakeStripes
-	runs    *fakeRuns
+	runs    *jobtest.Runs[Record]
 	events  *fakeEvents
 	hold    *holdDrives            // the scheduler's view of drives
 	shards  map[[2]uint64][][]byte // the shards each stripe was written with
@@ -155,7 +121,7 @@ func newRig(t *testing.T) *rig {
 		maps:    drivetest.NewMaps(m),
 		scan:    &fakeScanner{},
 		stripes: &fakeStripes{recs: map[[2]uint64]meta.StripeRec{}},
-		runs:    &fakeRuns{recs: map[string]Record{}},
+		runs:    jobtest.NewRuns[Record](),
 		events:  &fakeEvents{},
 		shards:  map[[2]uint64][][]byte{},
 	}

@@ -96,7 +96,7 @@ func TestRepairs(t *testing.T) {
 			if len(dones) != 1 || dones[0].Checked != 2 || dones[0].Repaired != tc.repaired || dones[0].Stopped {
 				t.Errorf("done reports %+v, want one of the finished pass", dones)
 			}
-			if rec, ok := r.runs.get("0"); ok {
+			if rec, ok := r.runs.Get("0"); ok {
 				t.Errorf("a finished pass left its record %+v", rec)
 			}
 		})
@@ -161,7 +161,7 @@ func TestStop(t *testing.T) {
 	if err := r.s.Start(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := r.runs.get("0"); !ok {
+	if _, ok := r.runs.Get("0"); !ok {
 		t.Fatal("a started pass has no record")
 	}
 	if err := r.s.Start(ctx, ""); !errors.Is(err, ErrRunning) {
@@ -178,7 +178,7 @@ func TestStop(t *testing.T) {
 	if d := r.events.dones(); len(d) != 1 || !d[0].Stopped {
 		t.Fatalf("done reports %+v, want one, stopped", d)
 	}
-	if rec, ok := r.runs.get("0"); ok {
+	if rec, ok := r.runs.Get("0"); ok {
 		t.Fatalf("a stopped pass left its record %+v", rec)
 	}
 }
@@ -213,7 +213,7 @@ func TestHaltAndResume(t *testing.T) {
 	if d := r.events.dones(); len(d) != 0 {
 		t.Fatalf("a halted pass reported its end: %+v", d)
 	}
-	rec, ok := r.runs.get("0")
+	rec, ok := r.runs.Get("0")
 	if !ok || rec.NextPG != 4 || rec.Checked != 2 || rec.Started != started || rec.Pool != "default" {
 		t.Fatalf("record after the halt %+v (%v); want next PG 4, 2 checked, started %d", rec, ok, started)
 	}
@@ -235,7 +235,7 @@ func TestHaltAndResume(t *testing.T) {
 	if d := r.events.dones(); len(d) != 1 || d[0].Checked != 4 {
 		t.Fatalf("done reports %+v, want one covering 4 stripes", d)
 	}
-	if rec, ok := r.runs.get("0"); ok {
+	if rec, ok := r.runs.Get("0"); ok {
 		t.Fatalf("a finished pass left its record %+v", rec)
 	}
 }
@@ -244,9 +244,9 @@ func TestHaltAndResume(t *testing.T) {
 // removed, and no pass starts.
 func TestResumeGonePool(t *testing.T) {
 	r := newRig(t)
-	r.runs.recs["9"] = Record{Pool: "gone", Started: 1, NextPG: 3}
+	r.runs.Set(context.Background(), "9", Record{Pool: "gone", Started: 1, NextPG: 3}, false)
 	r.s.Resume(context.Background())
-	if _, ok := r.runs.get("9"); ok || r.s.Status().Active || len(r.events.started) != 0 {
+	if _, ok := r.runs.Get("9"); ok || r.s.Status().Active || len(r.events.started) != 0 {
 		t.Fatalf("record kept %v, status %+v", ok, r.s.Status())
 	}
 }
