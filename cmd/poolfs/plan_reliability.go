@@ -17,6 +17,7 @@ func planReliabilityCmd() *cobra.Command {
 	var r rebuildFlags
 	var in plan.ReliabilityInput
 	var svg, scrubs string
+	var fixedHours float64
 	cmd := &cobra.Command{
 		Use:   "reliability",
 		Short: "Probability of data loss per year and MTTDL, Markov closed form and Monte Carlo",
@@ -26,12 +27,24 @@ year two ways: the Markov closed form (independent exponential failures and repa
 Carlo simulation with 95% confidence intervals that also takes correlated failures of an
 enclosure or server (--enclosure-afr) and latent sector errors missed by scrub (--lse-per-drive-year,
 --scrub-days). With no enclosure failures the two must agree within the interval, up to the
-difference between fixed and exponential rebuild windows.`,
+difference between fixed and exponential rebuild windows.
+
+The textbook models are options: --rebuild-hours sets every rebuild window instead of the
+simulation, --serial-repair rebuilds one failed drive at a time, --correlation makes each further
+failure in a unit that many times likelier, --exponential-repair draws the Monte Carlo's windows
+as the Markov chain assumes. With a RAID-6 group of Chen et al. (1994), it gives their MTTDL:
+  poolfs plan reliability --drives 16 --scheme 14+2 --layout grouped --preservation -1 \
+    --drive-size 5000000000 --afr 0.04383 --lse-per-drive-year 0 --rebuild-hours 1 \
+    --serial-repair --correlation 10 --exponential-repair
+(one group; their 100-data-disk array is 100/14 groups).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pools, err := f.pools()
 			if err != nil {
 				return err
+			}
+			if fixedHours < 0 || math.IsNaN(fixedHours) || math.IsInf(fixedHours, 0) {
+				return fmt.Errorf("--rebuild-hours %g: want hours >= 0 (0: simulate)", fixedHours)
 			}
 			var scrubDays []float64
 			for _, s := range strings.Split(scrubs, ",") {
@@ -53,6 +66,11 @@ difference between fixed and exponential rebuild windows.`,
 					rin, err = r.input(p, prio)
 					if err != nil {
 						return err
+					}
+					if fixedHours > 0 {
+						windows = append(windows, fixedHours)
+						names = append(names, dur(fixedHours*3600))
+						continue
 					}
 					res, err := plan.SimulateRebuild(rin)
 					if err != nil {
@@ -97,6 +115,10 @@ difference between fixed and exponential rebuild windows.`,
 	fl.Float64Var(&in.ServiceYears, "service-years", 5, "drive service life (how long an unscrubbed latent error can wait)")
 	fl.IntVar(&in.Trials, "trials", 200000, "Monte Carlo excursions")
 	fl.Uint64Var(&in.Seed, "seed", 1, "Monte Carlo seed")
+	fl.Float64Var(&fixedHours, "rebuild-hours", 0, "every rebuild window, in hours, instead of the simulated ones (0: simulate)")
+	fl.BoolVar(&in.SerialRepair, "serial-repair", false, "rebuild a unit's failed drives one at a time, each in the first window (the textbook model; poolfs rebuilds them at once)")
+	fl.Float64Var(&in.CorrelationFactor, "correlation", 0, "each further failure in a unit is this many times likelier than the one before (0 or 1: independent)")
+	fl.BoolVar(&in.ExponentialRepair, "exponential-repair", false, "Monte Carlo rebuild windows drawn from an exponential distribution, as the Markov chain assumes")
 	fl.StringVar(&svg, "svg", "", "write a chart of the loss probability against pool size to this file")
 	return cmd
 }

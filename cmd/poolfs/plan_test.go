@@ -3,11 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"poolfs/internal/plan"
 )
 
 // runRoot runs the poolfs command line with args and returns its stdout.
@@ -75,6 +81,8 @@ func TestPlanRejectsBadFlags(t *testing.T) {
 		{"plan", "rebuild", "--drives", "60", "--fill", "150%"},
 		{"plan", "rebuild", "--drive-model", "custom"},
 		{"plan", "reliability", "--afr", "0"},
+		{"plan", "reliability", "--rebuild-hours", "-1"},
+		{"plan", "reliability", "--correlation", "-2"},
 	} {
 		root := newRoot()
 		root.SetArgs(args)
@@ -83,5 +91,30 @@ func TestPlanRejectsBadFlags(t *testing.T) {
 		if err := root.Execute(); err == nil {
 			t.Errorf("poolfs %s: no error", strings.Join(args, " "))
 		}
+	}
+}
+
+// TestPlanReliabilityPublished: the command line, with the textbook model's
+// options, gives the RAID-6 (P+Q) MTTDL of Chen et al., "RAID:
+// High-Performance, Reliable Secondary Storage", ACM Computing Surveys
+// 26(2), 1994, Table 6: 38,052 years for 100 data disks in 16-disk groups
+// (MTTF 200,000 h, MTTR 1 h, each further failure 10 times likelier),
+// that is 38,052 × 100/14 years of 8,760 hours for one group
+// (internal/plan's TestPublishedRAID6MTTDL checks the model itself).
+func TestPlanReliabilityPublished(t *testing.T) {
+	out := runRoot(t, "plan", "reliability", "--drives", "16", "--scheme", "14+2", "--layout", "grouped", "--preservation", "-1",
+		"--drive-size", "5000000000", "--afr", fmt.Sprint(float64(plan.HoursPerYear)/200000), "--lse-per-drive-year", "0",
+		"--rebuild-hours", "1", "--serial-repair", "--correlation", "10", "--exponential-repair", "--trials", "20000")
+	m := regexp.MustCompile(`14\+2 grouped.* (\S+) y \S+ y \[`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no MTTDL in:\n%s", out)
+	}
+	got, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 38052 * 100.0 / 14 * 8760 / plan.HoursPerYear
+	if math.Abs(got/want-1) > 0.02 {
+		t.Fatalf("Markov MTTDL %g years for one group, want %.4g (Chen et al. 1994) within 2%%:\n%s", got, want, out)
 	}
 }
