@@ -60,6 +60,11 @@ type rebuildRun struct {
 	// counts those operations per second.
 	ClientDriveSec float64            `json:"client_drive_sec_per_sec"`
 	ClientOps      map[string]float64 `json:"client_ops_per_sec"`
+	// ClientRebuildDriveSec is the client drive time per second on each
+	// drive the rebuild read or wrote, their mean: the load the rebuild
+	// competed with (a grouped pool's rebuild uses one group and its
+	// spare).
+	ClientRebuildDriveSec float64 `json:"client_rebuild_drive_sec_per_sec"`
 	// Further failures with no client load, one per priority (grouped:
 	// the first priority only).
 	NoLoad   []noLoadRun `json:"noload,omitempty"`
@@ -266,6 +271,18 @@ func cpuSeconds() float64 {
 // fragSize): the larger of the busiest drive's busy time and the total busy
 // time spread over the surviving drives.
 func rebuildBound(sm chunkstore.SpeedModel, reads, writes map[string]int64, surviving int, fragSize int64) (aggregate, busiest float64) {
+	var sum float64
+	for _, v := range rebuildBusy(sm, reads, writes, fragSize) {
+		sum += v
+		busiest = max(busiest, v)
+	}
+	return sum / float64(surviving), busiest
+}
+
+// rebuildBusy is each drive's busy time, in seconds, for the rebuild I/O
+// of reads and writes (bytes per drive, in fragments of fragSize) by the
+// speed model sm.
+func rebuildBusy(sm chunkstore.SpeedModel, reads, writes map[string]int64, fragSize int64) map[string]float64 {
 	svc := func(bw int64) float64 {
 		d := sm.Latency.Seconds()
 		if bw > 0 {
@@ -283,12 +300,7 @@ func rebuildBound(sm chunkstore.SpeedModel, reads, writes map[string]int64, surv
 	for d, b := range writes {
 		busy[d] += float64(b/fragSize) * svc(sm.WriteBW)
 	}
-	var sum float64
-	for _, v := range busy {
-		sum += v
-		busiest = max(busiest, v)
-	}
-	return sum / float64(surviving), busiest
+	return busy
 }
 
 // skew is the busiest drive's bytes over the mean of the drives that did any.
@@ -456,7 +468,7 @@ func runRebuildBench(ctx context.Context, o rebuildOpts, layout string) (rebuild
 	}
 	fragSize := int64(erasure.FragmentSize(erasure.ShardSize(k*int(o.unit), k, int(o.unit))))
 	r.BoundSec, r.BusiestBoundSec = rebuildBound(sm, reads, writes, o.drives-1, fragSize)
-	r.clientIO(ops, reads, writes, fragSize, o.drives-1)
+	r.clientIO(ops, sm, reads, writes, fragSize, o.drives-1)
 	for i := 0; i < 3; i++ {
 		<-tick.C
 		sample()

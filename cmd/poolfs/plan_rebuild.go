@@ -143,6 +143,7 @@ type benchFile struct {
 		RunSec      float64 `json:"run_sec"`
 		HealthyMiBs float64 `json:"healthy_mib_s"`
 		ClientSec   float64 `json:"client_drive_sec_per_sec"`
+		OnRebuild   float64 `json:"client_rebuild_drive_sec_per_sec"`
 	} `json:"runs"`
 }
 
@@ -191,7 +192,7 @@ func predictBench(files []string, simStripes int) error {
 				return err
 			}
 			p := plan.Pool{Drives: run.Drives, DriveBytes: 4 << 30, Speed: sm.Scale(scale), K: k, M: m, Layout: layout, Unit: int(unit)}
-			load := benchLoad(p, run.ClientSec, run.HealthyMiBs)
+			load := benchLoad(p, run.ClientSec, run.OnRebuild, run.HealthyMiBs)
 			res, err := plan.SimulateRebuild(plan.RebuildInput{Pool: p, FillBytes: run.FillBytes, ClientLoad: load, SimStripes: simStripes})
 			if err != nil {
 				return err
@@ -204,12 +205,18 @@ func predictBench(files []string, simStripes int) error {
 }
 
 // benchLoad is the client load of a bench rebuild run: the drive time its
-// clients' I/O took during the rebuild (every read, write, sync and
-// delete), per second, over the drives clients use then (a declustered
-// pool's survivors; a grouped pool's groups, the hot spare standing in).
-// Files written before that was recorded give only the healthy
-// throughput, which counts the fragment reads and writes alone.
-func benchLoad(p plan.Pool, clientSec, healthyMiBs float64) float64 {
+// clients' I/O took per second during the rebuild (every read, write,
+// sync and delete) on each drive the rebuild used (onRebuild), where it
+// was recorded; else that time over the drives clients use then (a
+// declustered pool's survivors; a grouped pool's groups, the hot spare
+// standing in), which misses that a grouped rebuild's one group may carry
+// more or less than its share. Files written before either was recorded
+// give only the healthy throughput, which counts the fragment reads and
+// writes alone.
+func benchLoad(p plan.Pool, clientSec, onRebuild, healthyMiBs float64) float64 {
+	if onRebuild > 0 {
+		return onRebuild
+	}
 	if clientSec <= 0 {
 		return plan.ClientLoad(p, healthyMiBs)
 	}
