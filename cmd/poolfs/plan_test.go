@@ -118,3 +118,35 @@ func TestPlanReliabilityPublished(t *testing.T) {
 		t.Fatalf("Markov MTTDL %g years for one group, want %.4g (Chen et al. 1994) within 2%%:\n%s", got, want, out)
 	}
 }
+
+// TestPredictBenchTakesTheRebuiltBytes: a bench run is predicted with the
+// bytes its failed drive held (rebuilt_bytes), not the pool's mean: the
+// same pool and fill with twice the bytes rebuilt is predicted to take
+// longer, and with none recorded the fill's mean stands.
+func TestPredictBenchTakesTheRebuiltBytes(t *testing.T) {
+	dir := t.TempDir()
+	predict := func(rebuilt int64) float64 {
+		t.Helper()
+		run := map[string]any{"layout": "grouped", "drives": 24, "scheme": "8+2", "fill_bytes": 512 << 20, "run_sec": 100.0,
+			"healthy_mib_s": 5.0, "client_drive_sec_per_sec": 10.0, "client_rebuild_drive_sec_per_sec": 0.5}
+		if rebuilt > 0 {
+			run["rebuilt_bytes"] = rebuilt
+		}
+		b, _ := json.Marshal(map[string]any{"command": "poolfs bench rebuild --drives 24 --unit 256K", "runs": []any{run}})
+		f := filepath.Join(dir, fmt.Sprintf("r%d.json", rebuilt))
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := runRoot(t, "plan", "rebuild", "--from-bench", f)
+		m := regexp.MustCompile(`100\.0s\s+([0-9.]+)s`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no prediction in:\n%s", out)
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		return v
+	}
+	mean, small, large := predict(0), predict(15<<20), predict(30<<20)
+	if !(small < large) || small == mean && large == mean {
+		t.Fatalf("predicted %gs with the mean fill, %gs for 15 MiB rebuilt, %gs for 30 MiB: the rebuilt bytes are not taken", mean, small, large)
+	}
+}
