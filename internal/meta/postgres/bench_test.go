@@ -62,36 +62,9 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkCreateParallel(b *testing.B) {
 	const creators = 16
 	s, _, e := benchEngine(b)
-	ctx := context.Background()
-	dirs := make([]meta.Ino, creators)
-	for i := range dirs {
-		d, err := s.Create(ctx, meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		dirs[i] = d.Ino
-	}
-	var next atomic.Int64
-	before := e.Stats()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for _, d := range dirs {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
-				if _, _, err := s.CreateAttr(ctx, meta.CreateArgs{Parent: d, Name: fmt.Sprintf("f%d", i), Type: meta.TypeFile, Mode: 0o644, Open: true}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
-	st := e.Stats()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
-	b.ReportMetric(float64(st.RoundTrips-before.RoundTrips)/float64(b.N), "roundtrips/create")
-	b.ReportMetric(float64(st.Retries-before.Retries)/float64(b.N), "retries/create")
-	b.ReportMetric(float64(st.Groups-before.Groups)/float64(b.N), "groups/create")
+	dirs := benchDirs(b, s, creators)
+	st := createInDirs(b, dirs, func(int) *meta.Store { return s }, e.Stats)
+	b.ReportMetric(float64(st.Groups)/float64(b.N), "groups/create")
 }
 
 // BenchmarkCreateUnlink creates a file and removes it again.
@@ -128,28 +101,42 @@ func BenchmarkCreateServers(b *testing.B) {
 		b.Cleanup(func() { e.Close() })
 		engines[i], stores[i] = e, metatest.NewStore(b, e)
 	}
-	dirs := make([]meta.Ino, creators)
-	for i := range dirs {
-		d, err := stores[0].Create(ctx, meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		dirs[i] = d.Ino
-	}
-	stats := func() (st postgres.Stats) {
+	dirs := benchDirs(b, stores[0], creators)
+	createInDirs(b, dirs, func(c int) *meta.Store { return stores[c%servers] }, func() (st postgres.Stats) {
 		for _, e := range engines {
 			s := e.Stats()
 			st.RoundTrips += s.RoundTrips
 			st.Retries += s.Retries
 		}
 		return st
+	})
+}
+
+// benchDirs makes n directories d0, d1, ... under the root.
+func benchDirs(b *testing.B, s *meta.Store, n int) []meta.Ino {
+	dirs := make([]meta.Ino, n)
+	for i := range dirs {
+		d, err := s.Create(context.Background(), meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		dirs[i] = d.Ino
 	}
+	return dirs
+}
+
+// createInDirs times b.N file creates shared among one creator per
+// directory (creator c through store(c)), reports creates/s and, from
+// stats before and after, round trips and retried attempts per create,
+// and returns the stats' change.
+func createInDirs(b *testing.B, dirs []meta.Ino, store func(c int) *meta.Store, stats func() postgres.Stats) postgres.Stats {
+	ctx := context.Background()
 	var next atomic.Int64
 	before := stats()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for c, d := range dirs {
-		s := stores[c%servers]
+		s := store(c)
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
 				if _, _, err := s.CreateAttr(ctx, meta.CreateArgs{Parent: d, Name: fmt.Sprintf("f%d", i), Type: meta.TypeFile, Mode: 0o644, Open: true}); err != nil {
@@ -161,8 +148,10 @@ func BenchmarkCreateServers(b *testing.B) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	st := stats()
+	after := stats()
+	d := postgres.Stats{RoundTrips: after.RoundTrips - before.RoundTrips, Retries: after.Retries - before.Retries, Groups: after.Groups - before.Groups}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
-	b.ReportMetric(float64(st.RoundTrips-before.RoundTrips)/float64(b.N), "roundtrips/create")
-	b.ReportMetric(float64(st.Retries-before.Retries)/float64(b.N), "retries/create")
+	b.ReportMetric(float64(d.RoundTrips)/float64(b.N), "roundtrips/create")
+	b.ReportMetric(float64(d.Retries)/float64(b.N), "retries/create")
+	return d
 }
