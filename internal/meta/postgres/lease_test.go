@@ -14,12 +14,15 @@ import (
 // TestLeaseTakeRenewExpire: a lease is held by one holder at a time; its
 // holder renews it in the same term; another takes it only once it has
 // expired (the database's clock), in a higher term; a release frees it at
-// once.
+// once. The leases that must still be valid at the next step are long
+// and only the one that must expire is short (renewed just before the
+// pause that outlasts it), so a loaded machine cannot expire a lease
+// between two steps.
 func TestLeaseTakeRenewExpire(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Start(t)
 	a, b := openURL(t, url), openURL(t, url)
-	const ttl = 500 * time.Millisecond
+	const ttl, short = time.Minute, 300 * time.Millisecond
 
 	st, err := a.AcquireLease(ctx, "mgmt", "A", "10.0.0.1:1", ttl)
 	if err != nil || !st.Held || st.Term != 1 {
@@ -29,11 +32,11 @@ func TestLeaseTakeRenewExpire(t *testing.T) {
 	if err != nil || st.Held || st.Holder != "A" || st.Addr != "10.0.0.1:1" || !st.Valid {
 		t.Fatalf("B asks while A holds it: %+v, %v; want A's, valid", st, err)
 	}
-	st, err = a.AcquireLease(ctx, "mgmt", "A", "10.0.0.1:1", ttl)
+	st, err = a.AcquireLease(ctx, "mgmt", "A", "10.0.0.1:1", short)
 	if err != nil || !st.Held || st.Term != 1 {
 		t.Fatalf("A renews: %+v, %v; want held in term 1", st, err)
 	}
-	time.Sleep(ttl + 200*time.Millisecond)
+	time.Sleep(short + 200*time.Millisecond)
 	st, err = b.AcquireLease(ctx, "mgmt", "B", "10.0.0.2:1", ttl)
 	if err != nil || !st.Held || st.Term != 2 {
 		t.Fatalf("B after A's lease expired: %+v, %v; want held in term 2", st, err)
@@ -60,7 +63,8 @@ func TestLeaseFenceRefusesDeposedHolder(t *testing.T) {
 	url := pgtest.Start(t)
 	a, b := openURL(t, url), openURL(t, url)
 	sa, sb := meta.New(a, meta.Options{}), meta.New(b, meta.Options{})
-	const ttl = 500 * time.Millisecond
+	// Long leases except the one that must expire (see above).
+	const ttl, short = time.Minute, 300 * time.Millisecond
 
 	st, err := a.AcquireLease(ctx, "mgmt", "A", "a:1", ttl)
 	if err != nil || !st.Held {
@@ -71,7 +75,10 @@ func TestLeaseFenceRefusesDeposedHolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the holder's write: %v", err)
 	}
-	time.Sleep(ttl + 200*time.Millisecond) // A pauses past its lease
+	if st, err := a.AcquireLease(ctx, "mgmt", "A", "a:1", short); err != nil || !st.Held {
+		t.Fatalf("A renews for a short lease: %+v, %v", st, err)
+	}
+	time.Sleep(short + 200*time.Millisecond) // A pauses past its lease
 	if _, err := sa.PutBlobFenced(ctx, "map", []byte("expired A"), v, fenceA); !errors.Is(err, postgres.ErrLeaseLost) {
 		t.Fatalf("write of a holder whose lease expired: %v, want ErrLeaseLost", err)
 	}
