@@ -175,7 +175,9 @@ func TestDeposedLeaderCannotWriteMap(t *testing.T) {
 	}
 	ea, sa := open()
 	eb, sb := open()
-	const ttl = 400 * time.Millisecond
+	// A long lease while A must lead, then a short one that its pause
+	// outlasts: a loaded machine cannot expire it between two steps.
+	const ttl, short = time.Minute, 300 * time.Millisecond
 	st, err := ea.AcquireLease(ctx, mgmtLease, "A", "a:1", ttl)
 	if err != nil || !st.Held {
 		t.Fatalf("A: %+v, %v", st, err)
@@ -186,7 +188,10 @@ func TestDeposedLeaderCannotWriteMap(t *testing.T) {
 	if _, err := sa.Update(ctx, func(m *clustermap.Map) error { m.Name = "A"; return nil }); err != nil {
 		t.Fatalf("leader's update: %v", err)
 	}
-	time.Sleep(ttl + 200*time.Millisecond) // A is paused past its lease
+	if st, err := ea.AcquireLease(ctx, mgmtLease, "A", "a:1", short); err != nil || !st.Held {
+		t.Fatalf("A renews for a short lease: %+v, %v", st, err)
+	}
+	time.Sleep(short + 200*time.Millisecond) // A is paused past its lease
 	st, err = eb.AcquireLease(ctx, mgmtLease, "B", "b:1", ttl)
 	if err != nil || !st.Held {
 		t.Fatalf("B: %+v, %v", st, err)
