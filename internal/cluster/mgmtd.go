@@ -94,6 +94,10 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		return nil, fmt.Errorf("cluster: the management service needs a PostgreSQL database, not %s", n.engine.Dialect().Name)
 	}
 	store := meta.New(n.engine, meta.Options{Logger: log})
+	rev := &revocations{}
+	if cr.ca != nil {
+		cr.revoked = rev.revoked // storage servers too are checked against the list
+	}
 	n.dialer = storage.NewDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
 	n.Mgmt = mgmt.New(store, n.dialer, n.dialer, log)
 	n.Registry = mgmt.NewRegistry(n.Mgmt)
@@ -104,22 +108,15 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		return nil, fmt.Errorf("cluster: listen: %w", err)
 	}
 	n.Addr = ln.Addr().String()
-	rev := &revocations{}
 	gctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	if cr.ca != nil {
-		cr.revoked = rev.revoked
 		rev.follow(gctx, &n.wg, n.Mgmt.Revoked, log)
 	}
 	opts := cr.server(rpc.ServerOptions{Logger: log, Errors: allErrors(), Observe: cfg.ObserveRPC})
 	if cr.ca != nil {
 		opts.AllowNoCert = true // nodes without a certificate may only enrol
-		opts.Authorize = func(method string, peer *identity.Cert) error {
-			if err := rev.authorize(method, peer); err != nil {
-				return err
-			}
-			return mgmtAuthorize(method, peer)
-		}
+		opts.Authorize = mgmtAuthorize
 	}
 	n.rpc = rpc.NewServer(secret, opts)
 	n.Mgmt.Register(n.Mgmt.Gate(n.rpc))

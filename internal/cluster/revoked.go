@@ -12,15 +12,18 @@ import (
 	"poolfs/internal/rpc"
 )
 
-// revokedEvery is how often a management or storage service reads the
-// revocation list again (`poolfs cluster revoke` takes effect within it).
+// revokedEvery is how often every process of a cluster with identities
+// (management, storage and metadata services, clients) reads the
+// revocation list again. `poolfs cluster revoke` takes effect on every
+// connection within revokedEvery plus rpc.DefaultRecheckEvery.
 const revokedEvery = 2 * time.Second
 
-// revocations is a service's copy of the management service's revocation
+// revocations is a process's copy of the management service's revocation
 // list (mgmt.Service.Revoked): certificates of a name on it are refused
-// in handshakes (identity.Trust.Revoked) and before every call
-// (revokedAuthorize), so a revoked node's open connections stop serving
-// it too.
+// by identity.Trust.Revoked, which package rpc checks in handshakes,
+// before every call and on the open connections every
+// rpc.DefaultRecheckEvery, so a revoked node's open connections stop
+// serving it and stop being served by it.
 type revocations struct {
 	names atomic.Pointer[map[string]string]
 	once  sync.Once // the first failed refresh is logged
@@ -52,20 +55,12 @@ func (r *revocations) follow(ctx context.Context, wg *sync.WaitGroup, fetch func
 	every(ctx, wg, revokedEvery, func(context.Context) { refresh() })
 }
 
-// revokedAuthorize refuses every call of a revoked node.
-func (r *revocations) authorize(method string, peer *identity.Cert) error {
-	if peer != nil && r.revoked(peer) {
-		return fmt.Errorf("%s was revoked", peer)
-	}
-	return nil
-}
-
 // FollowRevocations returns o with the identity of the node of dir (as
 // ServerOptions) and, for a cluster with identities, the management
 // service's revocation list, read now and every revokedEvery until ctx
-// ends: certificates of revoked nodes are refused at the handshake and,
-// unless o.Authorize is set, before every call. It is for services
-// started outside this package (the metadata service).
+// ends: certificates of revoked nodes are refused at the handshake and on
+// open connections (package rpc). It is for services started outside
+// this package (the metadata service).
 func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log *slog.Logger) (rpc.ServerOptions, error) {
 	cr, err := loadCreds(dir)
 	if err != nil || cr.ca == nil {
@@ -87,9 +82,5 @@ func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log
 		mclose()
 	}()
 	cr.revoked = rev.revoked
-	o = cr.server(o)
-	if o.Authorize == nil {
-		o.Authorize = rev.authorize
-	}
-	return o, nil
+	return cr.server(o), nil
 }

@@ -127,12 +127,7 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 	}
 	opts := cr.server(rpc.ServerOptions{Logger: n.log, Errors: storage.Errors(), Observe: cfg.ObserveRPC})
 	if cr.ca != nil {
-		opts.Authorize = func(method string, peer *identity.Cert) error {
-			if err := rev.authorize(method, peer); err != nil {
-				return err // a revoked node's open connections stop serving it too
-			}
-			return storageAuthorize(method, peer)
-		}
+		opts.Authorize = storageAuthorize
 	}
 	n.rpc = rpc.NewServer(secret, opts)
 	n.server.Register(n.rpc)

@@ -183,15 +183,24 @@ func (t *Trust) Verify(c *Cert) error {
 	if len(t.CA) != ed25519.PublicKeySize || !ed25519.Verify(t.CA, sigMessage(c.signed()), c.signature()) {
 		return fmt.Errorf("%w: %s", ErrUntrusted, c)
 	}
+	if len(t.Roles) > 0 && !roleIn(c.Role, t.Roles) {
+		return fmt.Errorf("%w: %s, want %v", ErrRole, c, t.Roles)
+	}
+	return t.Recheck(c)
+}
+
+// Recheck reports whether c, which Verify accepted earlier (at a
+// connection's handshake), is still accepted now: unexpired and not
+// revoked. It does not check the signature again, so it is cheap enough
+// to run before every call on a connection. Errors wrap ErrExpired or
+// ErrRevoked and name the certificate.
+func (t *Trust) Recheck(c *Cert) error {
 	now := time.Now
 	if t.Now != nil {
 		now = t.Now
 	}
 	if !now().Before(c.NotAfter) {
 		return fmt.Errorf("%w: %s", ErrExpired, c)
-	}
-	if len(t.Roles) > 0 && !roleIn(c.Role, t.Roles) {
-		return fmt.Errorf("%w: %s, want %v", ErrRole, c, t.Roles)
 	}
 	if t.Revoked != nil && t.Revoked(c) {
 		return fmt.Errorf("%w: %s", ErrRevoked, c)

@@ -59,6 +59,27 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// Recheck, run on the certificate of an open connection, refuses it once
+// it has expired or been revoked, and checks nothing else.
+func TestRecheck(t *testing.T) {
+	ca, _ := NewCA()
+	now := time.Unix(1_800_000_000, 0)
+	c := issue(t, ca, "srv1", RoleServer, now.Add(time.Hour)).Cert
+	var revoked bool
+	trust := Trust{CA: ca.Public(), Roles: []Role{RoleServer}, Revoked: func(*Cert) bool { return revoked }, Now: func() time.Time { return now }}
+	if err := trust.Recheck(c); err != nil {
+		t.Fatalf("fresh certificate: %v", err)
+	}
+	now = now.Add(time.Hour)
+	if err := trust.Recheck(c); !errors.Is(err, ErrExpired) {
+		t.Fatalf("at its expiry: %v, want ErrExpired", err)
+	}
+	now, revoked = now.Add(-time.Minute), true
+	if err := trust.Recheck(c); !errors.Is(err, ErrRevoked) || !strings.Contains(err.Error(), "srv1") {
+		t.Fatalf("revoked: %v, want ErrRevoked naming srv1", err)
+	}
+}
+
 // Keys and certificates are written 0600, read back whole, and their
 // bytes appear in no error or String output.
 func TestFilesPrivate(t *testing.T) {

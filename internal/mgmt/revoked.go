@@ -9,9 +9,10 @@ import (
 )
 
 // revokedBlob holds the revocation list: the names of the nodes whose
-// certificates are refused (internal/cluster checks it in every
-// handshake and before every call of the management, storage and
-// metadata services), each with when it was revoked (RFC 3339).
+// certificates are refused (every process of the cluster reads it and
+// checks it in every handshake, before every call and on its open
+// connections: internal/cluster, internal/rpc), each with when it was
+// revoked (RFC 3339).
 const revokedBlob = "revoked-nodes"
 
 // Revoke adds node to the revocation list. Revoking a name refuses every

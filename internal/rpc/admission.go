@@ -91,6 +91,7 @@ func (s *Server) endConn(nc net.Conn, el *list.Element, admitted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mu.conns, nc)
+	delete(s.mu.peers, nc)
 	s.mu.pending.Remove(el) // no-op if it left the table already
 	if admitted {
 		s.mu.authed--

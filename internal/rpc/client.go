@@ -29,11 +29,18 @@ type ClientOptions struct {
 	// present a certificate it accepts (its Roles say which roles may
 	// serve this client), else Dial and calls fail with ErrAuth.
 	Peers *identity.Trust
+	// RecheckEvery is how often, with Peers set, the client checks its
+	// connections' server certificates again (recheck.go): it closes
+	// idle connections to servers revoked or expired since their
+	// handshake and breaks calls in flight to revoked ones. Every
+	// connection is also checked before it is reused. Default
+	// DefaultRecheckEvery.
+	RecheckEvery time.Duration
 }
 
 // Validate rejects negative values.
 func (o ClientOptions) Validate() error {
-	if o.MaxConns < 0 || o.MaxBody < 0 || o.DialTimeout < 0 {
+	if o.MaxConns < 0 || o.MaxBody < 0 || o.DialTimeout < 0 || o.RecheckEvery < 0 {
 		return fmt.Errorf("rpc: negative client option in %+v", o)
 	}
 	return nil
@@ -54,11 +61,16 @@ type Client struct {
 	// identity and peers are ClientOptions.Identity and Peers.
 	identity *identity.Identity
 	peers    *identity.Trust
+	// recheckEvery is ClientOptions.RecheckEvery; stopRecheck ends
+	// recheckLoop (nil: none runs).
+	recheckEvery time.Duration
+	stopRecheck  chan struct{}
 
 	mu struct {
 		sync.Mutex
 		closed bool
 		idle   []*clientConn // most recently used last
+		busy   map[*clientConn]struct{}
 		onDial func(context.Context, CallConn) error
 	}
 }
@@ -69,6 +81,10 @@ type clientConn struct {
 	fr     frameReader
 	fw     frameWriter
 	nextID uint64
+	peer   *identity.Cert // the server's verified certificate, or nil
+	// refused, guarded by Client.mu, is set when recheck closed the
+	// connection in use because its server was revoked.
+	refused error
 
 	idleSince time.Time // when put back in the pool; used by alive
 	peek      peekState
@@ -89,15 +105,21 @@ func Dial(addr string, secret []byte, opts ClientOptions) (*Client, error) {
 		slots:   make(chan struct{}, cmpOr(opts.MaxConns, 64)),
 		dialer:  net.Dialer{Timeout: cmpOr(opts.DialTimeout, handshakeTimeout)},
 
-		identity: opts.Identity,
-		peers:    opts.Peers,
+		identity:     opts.Identity,
+		peers:        opts.Peers,
+		recheckEvery: cmpOr(opts.RecheckEvery, DefaultRecheckEvery),
 	}
+	c.mu.busy = make(map[*clientConn]struct{})
 	cc, err := c.dialRetry(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("rpc: dial %s: %w", addr, err)
 	}
 	cc.idleSince = time.Now()
 	c.mu.idle = append(c.mu.idle, cc)
+	if c.peers != nil {
+		c.stopRecheck = make(chan struct{})
+		go c.recheckLoop(c.stopRecheck)
+	}
 	return c, nil
 }
 
@@ -114,6 +136,9 @@ func cmpOr[T comparable](v, def T) T {
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.mu.closed && c.stopRecheck != nil {
+		close(c.stopRecheck)
+	}
 	c.mu.closed = true
 	for _, cc := range c.mu.idle {
 		cc.nc.Close()
@@ -166,6 +191,13 @@ func (c *Client) call(ctx context.Context, method string, args any, body []byte,
 		if err != nil {
 			err = ctx.Err()
 		}
+	}
+	if err != nil {
+		c.mu.Lock()
+		if cc.refused != nil { // recheck broke it: say why
+			err, connOK = cc.refused, false
+		}
+		c.mu.Unlock()
 	}
 	c.put(cc, connOK)
 	if err != nil {
@@ -267,20 +299,28 @@ func (c *Client) get(ctx context.Context) (*clientConn, error) {
 			c.mu.idle[n-1] = nil
 			c.mu.idle = c.mu.idle[:n-1]
 		}
+		if cc != nil {
+			c.mu.busy[cc] = struct{}{}
+		}
 		c.mu.Unlock()
 		if cc == nil {
 			break
 		}
-		if cc.alive() {
+		if c.stale(cc) == nil && cc.alive() {
 			return cc, nil
 		}
-		cc.nc.Close() // the server hung up while it sat idle
+		// The server hung up while it sat idle, or is no longer
+		// accepted: a new connection checks it in full.
+		c.forget(cc)
 	}
 	cc, err := c.dialRetry(ctx)
 	if err != nil {
 		<-c.slots
 		return nil, err
 	}
+	c.mu.Lock()
+	c.mu.busy[cc] = struct{}{}
+	c.mu.Unlock()
 	return cc, nil
 }
 
@@ -321,7 +361,8 @@ func droppedInHandshake(err error) bool {
 // put gives back the slot of cc and keeps cc for reuse if ok.
 func (c *Client) put(cc *clientConn, ok bool) {
 	c.mu.Lock()
-	if ok && !c.mu.closed {
+	delete(c.mu.busy, cc)
+	if ok && !c.mu.closed && cc.refused == nil {
 		cc.idleSince = time.Now()
 		c.mu.idle = append(c.mu.idle, cc)
 	} else {
@@ -329,6 +370,14 @@ func (c *Client) put(cc *clientConn, ok bool) {
 	}
 	c.mu.Unlock()
 	<-c.slots
+}
+
+// forget closes cc, taken from the pool, and drops it from the busy set.
+func (c *Client) forget(cc *clientConn) {
+	cc.nc.Close()
+	c.mu.Lock()
+	delete(c.mu.busy, cc)
+	c.mu.Unlock()
 }
 
 // dial opens and authenticates a connection, honouring ctx and the
@@ -362,7 +411,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		var transcript []byte
 		cc.fw.cs, cc.fr.cs, transcript, err = clientHandshake(cc.fr.br, nc, c.secret, nonce, eph)
 		if err == nil {
-			_, err = c.clientIdentity(&cc.fr, &cc.fw, transcript)
+			cc.peer, err = c.clientIdentity(&cc.fr, &cc.fw, transcript)
 		}
 	}
 	if !stop() && err == nil {

@@ -49,7 +49,15 @@
 // revoked, and that the signature over this connection's transcript is by
 // the key it names: a certificate copied off another connection proves
 // nothing. Any failure is ErrAuth with the reason (Dial fails; a server
-// logs it and closes). A side without Peers ignores what it is shown, and
+// logs it and closes); a client's refusal of a revoked or expired server
+// also wraps ErrUnavailable, as the server is out of the cluster and
+// callers go around it. A connection outlives its handshake, so a side
+// with Peers checks the other's certificate again (expiry and
+// revocation) before every call and, every RecheckEvery (default 1 s),
+// on its open connections, closing those of peers revoked or expired
+// since (recheck.go): a revocation cuts every connection of the node
+// within RecheckEvery of Trust.Revoked reporting it, calls in flight
+// included. A side without Peers ignores what it is shown, and
 // handlers then see no peer: PeerFrom returns the verified certificate of
 // a handler's caller. ServerOptions.Authorize decides, before each
 // handler runs, whether that certificate may call the method; a refusal
@@ -124,7 +132,8 @@
 //     and so read and alter the traffic of the connections it sets itself
 //     in the middle of from then on (not those recorded before).
 //   - A leaked node key: it is that node until its certificate expires or
-//     is revoked (identity.Trust.Revoked).
+//     is revoked (identity.Trust.Revoked), and for up to RecheckEvery
+//     after on connections it holds.
 //   - Authorisation is per method and certificate, by ServerOptions.Authorize;
 //     without it any admitted client may call any method.
 //   - Traffic analysis: frame timing and sizes (to within a record) show.

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 
 	"poolfs/internal/identity"
@@ -114,6 +115,10 @@ func (c *Client) clientIdentity(fr *frameReader, fw *frameWriter, transcript []b
 		return nil, err
 	}
 	peer, err := checkPeer(args, idLabelServer, transcript, c.peers)
+	if errors.Is(err, identity.ErrRevoked) || errors.Is(err, identity.ErrExpired) {
+		// Out of the cluster, as good as down: callers go around it.
+		return nil, fmt.Errorf("%w: server %s: %w", ErrUnavailable, c.addr, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", c.addr, err)
 	}

@@ -92,13 +92,19 @@ type ServerOptions struct {
 	// with the caller's verified certificate (nil if Peers is unset); an
 	// error refuses the call with ErrForbidden. It must not block.
 	Authorize func(method string, peer *identity.Cert) error
+	// RecheckEvery is how often, with Peers set, the server checks its
+	// connections' client certificates again and closes those of clients
+	// revoked or expired since their handshake (recheck.go); every call
+	// is also checked before its handler runs. Default
+	// DefaultRecheckEvery.
+	RecheckEvery time.Duration
 }
 
 // Validate rejects negative limits.
 func (o ServerOptions) Validate() error {
-	if o.MaxBody < 0 || o.MaxPending < 0 || o.HandshakeTimeout < 0 || o.MaxConns < 0 {
-		return fmt.Errorf("rpc: negative limit in server options (MaxBody %d, MaxPending %d, HandshakeTimeout %v, MaxConns %d)",
-			o.MaxBody, o.MaxPending, o.HandshakeTimeout, o.MaxConns)
+	if o.MaxBody < 0 || o.MaxPending < 0 || o.HandshakeTimeout < 0 || o.MaxConns < 0 || o.RecheckEvery < 0 {
+		return fmt.Errorf("rpc: negative limit in server options (MaxBody %d, MaxPending %d, HandshakeTimeout %v, MaxConns %d, RecheckEvery %v)",
+			o.MaxBody, o.MaxPending, o.HandshakeTimeout, o.MaxConns, o.RecheckEvery)
 	}
 	if o.AllowNoCert && (o.Peers == nil || o.Authorize == nil) {
 		return errors.New("rpc: AllowNoCert needs Peers and Authorize (who may call what without a certificate)")
@@ -121,13 +127,14 @@ type Server struct {
 	handlers   map[string]handlerEntry
 	started    atomic.Bool
 	// intercept derives handler contexts (connstate.go).
-	intercept []func(context.Context) context.Context
-	pool      bufPool
-	observe   func(method string, d time.Duration, err error) // ServerOptions.Observe
-	identity  *identity.Identity                              // ServerOptions.Identity
-	peers     *identity.Trust                                 // ServerOptions.Peers
-	noCertOK  bool                                            // ServerOptions.AllowNoCert
-	authorize func(method string, peer *identity.Cert) error  // ServerOptions.Authorize
+	intercept    []func(context.Context) context.Context
+	pool         bufPool
+	observe      func(method string, d time.Duration, err error) // ServerOptions.Observe
+	identity     *identity.Identity                              // ServerOptions.Identity
+	peers        *identity.Trust                                 // ServerOptions.Peers
+	noCertOK     bool                                            // ServerOptions.AllowNoCert
+	authorize    func(method string, peer *identity.Cert) error  // ServerOptions.Authorize
+	recheckEvery time.Duration                                   // ServerOptions.RecheckEvery
 
 	ctx    context.Context // cancelled by Close; parent of handler contexts
 	cancel context.CancelFunc
@@ -135,13 +142,15 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		closed    bool
-		listeners map[net.Listener]struct{}
-		conns     map[net.Conn]struct{} // pending and authenticated
-		pending   *list.List            // of *pendingConn, oldest first
-		authed    int                   // authenticated connections open
-		evicted   uint64                // ServerStats.Evicted
-		refused   uint64                // ServerStats.Refused
+		closed     bool
+		listeners  map[net.Listener]struct{}
+		conns      map[net.Conn]struct{}       // pending and authenticated
+		peers      map[net.Conn]*identity.Cert // authenticated with a peer certificate
+		rechecking bool                        // recheckLoop started
+		pending    *list.List                  // of *pendingConn, oldest first
+		authed     int                         // authenticated connections open
+		evicted    uint64                      // ServerStats.Evicted
+		refused    uint64                      // ServerStats.Refused
 	}
 }
 
@@ -154,19 +163,20 @@ type handlerEntry struct {
 // at least MinSecretLen bytes). A bad secret or options make Serve fail.
 func NewServer(secret []byte, opts ServerOptions) *Server {
 	s := &Server{
-		secret:     append([]byte(nil), secret...),
-		log:        opts.Logger,
-		errs:       opts.Errors,
-		maxBody:    cmpOr(opts.MaxBody, DefaultMaxBody),
-		maxPending: cmpOr(opts.MaxPending, DefaultMaxPending),
-		maxConns:   cmpOr(opts.MaxConns, DefaultMaxConns),
-		hsTimeout:  cmpOr(opts.HandshakeTimeout, DefaultHandshakeTimeout),
-		handlers:   make(map[string]handlerEntry),
-		observe:    opts.Observe,
-		identity:   opts.Identity,
-		peers:      opts.Peers,
-		noCertOK:   opts.AllowNoCert,
-		authorize:  opts.Authorize,
+		secret:       append([]byte(nil), secret...),
+		log:          opts.Logger,
+		errs:         opts.Errors,
+		maxBody:      cmpOr(opts.MaxBody, DefaultMaxBody),
+		maxPending:   cmpOr(opts.MaxPending, DefaultMaxPending),
+		maxConns:     cmpOr(opts.MaxConns, DefaultMaxConns),
+		hsTimeout:    cmpOr(opts.HandshakeTimeout, DefaultHandshakeTimeout),
+		handlers:     make(map[string]handlerEntry),
+		observe:      opts.Observe,
+		identity:     opts.Identity,
+		peers:        opts.Peers,
+		noCertOK:     opts.AllowNoCert,
+		authorize:    opts.Authorize,
+		recheckEvery: cmpOr(opts.RecheckEvery, DefaultRecheckEvery),
 	}
 	s.initErr = errors.Join(checkSecret(secret), opts.Validate())
 	if s.log == nil {
@@ -175,6 +185,7 @@ func NewServer(secret []byte, opts ServerOptions) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[net.Conn]struct{})
+	s.mu.peers = make(map[net.Conn]*identity.Cert)
 	s.mu.pending = list.New()
 	return s
 }
@@ -212,6 +223,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		return nil
 	}
 	s.mu.listeners[ln] = struct{}{}
+	if s.peers != nil && !s.mu.rechecking {
+		s.mu.rechecking = true
+		s.wg.Add(1)
+		go s.recheckLoop()
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -283,13 +299,14 @@ func (s *Server) Close() error {
 // parses requests and notices the peer hanging up, and a worker goroutine
 // that runs handlers and writes responses, one at a time.
 type serverConn struct {
-	s   *Server
-	nc  net.Conn
-	fr  frameReader
-	fw  frameWriter
-	id  uint64       // id of the current request
-	h   handlerEntry // handler of the current request; h == nil: no such method
-	req Request      // current request
+	s    *Server
+	nc   net.Conn
+	fr   frameReader
+	fw   frameWriter
+	peer *identity.Cert // the client's verified certificate, or nil
+	id   uint64         // id of the current request
+	h    handlerEntry   // handler of the current request; h == nil: no such method
+	req  Request        // current request
 	// hctx is the context of handler calls: the connection's, with its
 	// ConnState, through the server's interceptors.
 	hctx context.Context
@@ -335,6 +352,10 @@ func (s *Server) serveConn(nc net.Conn, el *list.Element) {
 	ctx := context.WithValue(s.ctx, connStateKey{}, &ConnState{})
 	if peer != nil {
 		ctx = context.WithValue(ctx, peerKey{}, peer)
+		c.peer = peer
+		s.mu.Lock()
+		s.mu.peers[nc] = peer
+		s.mu.Unlock()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -403,14 +424,18 @@ func (c *serverConn) readRequest(h header) error {
 func (c *serverConn) worker(ctx context.Context, work <-chan struct{}, idle chan<- struct{}) {
 	defer c.s.wg.Done()
 	for range work {
-		resp, err := c.s.invoke(c.hctx, c.h, &c.req)
+		var resp *Response
+		err := c.s.recheckPeer(c.peer)
+		if err == nil {
+			resp, err = c.s.invoke(c.hctx, c.h, &c.req)
+		}
 		werr := c.writeResponse(resp, err)
 		if resp != nil && resp.Done != nil {
 			resp.Done()
 		}
 		c.s.pool.put(c.req.pooled)
 		c.req = Request{}
-		if werr != nil {
+		if werr != nil || errors.As(err, new(*peerRefusedError)) {
 			c.nc.Close() // the reader notices and ends the connection
 		}
 		idle <- struct{}{}
