@@ -80,6 +80,7 @@ and take over within 10 s of its death (docs/multihost.md).`,
 	f.StringVar(&cfg.DB, "db", "", "PostgreSQL connection string of the cluster's database (required; the password by PGPASSWORD, ~/.pgpass or a service file: see docs/postgres.md)")
 	f.StringVar(&cfg.Listen, "listen", "", "RPC address: the one given to cluster create --mgmt (required)")
 	f.DurationVar(&cfg.HealthInterval, "health-interval", 0, "how often every drive is probed (default 1s)")
+	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", 0, "how long the node certificates this service issues are valid; nodes renew theirs in the last third (default 8760h, a year)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log service activity")
 	df.add(cmd)
 	mflag.add(cmd, defaultUpMetrics)

@@ -61,7 +61,12 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 	if cr.ca != nil {
 		rctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
-		rev.follow(rctx, &wg, mc.Revoked, slog.New(slog.DiscardHandler))
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		rev.follow(rctx, &wg, mc.Revoked, log)
+		keepRenewed(rctx, &wg, dir, cr, mc.Renew, log)
 		stopRevocations = func() error { cancel(); wg.Wait(); return nil }
 	}
 	var metaRC *rpc.Client

@@ -19,7 +19,8 @@
 // cluster CA; every machine then holds its own key and a certificate of
 // its role, enrolled with the management service, and every connection
 // proves both ends' certificates; the management service authorises
-// calls by role and keeps the revocation list (identity.go, revoked.go).
+// calls by role and keeps the revocation list (identity.go, revoked.go);
+// every process renews its certificate before it expires (renew.go).
 //
 // The directory of a cluster holds:
 //

@@ -43,9 +43,11 @@ const (
 	classClient = "client"
 	enrollLen   = 32
 	enrollFile  = "enroll" // a joined node's credential: "class hex"
-	// certLifetime is how long an issued certificate is valid. Revoke a
-	// node that leaves (`poolfs cluster revoke`) rather than wait.
-	certLifetime = 5 * 365 * 24 * time.Hour
+	// certLifetime is how long an issued certificate is valid, by
+	// default (MgmtConfig.CertLifetime); nodes renew theirs in its last
+	// third (renew.go). Revoke a node that leaves (`poolfs cluster
+	// revoke`) rather than wait.
+	certLifetime = 365 * 24 * time.Hour
 )
 
 // createCA makes the CA, this first host's identity named name (role
@@ -137,7 +139,7 @@ func readEnrollFile(dir string) (class string, cred []byte, err error) {
 // identity and the CA it trusts. The zero value (no CA) is the
 // secret-only mode of `poolfs up`.
 type creds struct {
-	id *identity.Identity
+	id *identity.Current // renewal replaces what it holds (renew.go)
 	ca ed25519.PublicKey
 	// revoked, if set, is the revocation list peers are checked against.
 	revoked func(*identity.Cert) bool
@@ -159,7 +161,7 @@ func loadCreds(dir string) (creds, error) {
 	if err != nil {
 		return creds{}, fmt.Errorf("cluster: this node's identity: %w", err)
 	}
-	return creds{id: id, ca: ca}, nil
+	return creds{id: identity.NewCurrent(id), ca: ca}, nil
 }
 
 func (c creds) trust(roles ...identity.Role) *identity.Trust {
@@ -185,7 +187,10 @@ func (c creds) server(o rpc.ServerOptions) rpc.ServerOptions {
 // role and named name, if it has none yet: the first host signs with its
 // own CA key; a joined node enrols with the management service. A
 // directory without identities is left as it is. A node keeps its one
-// identity: later calls, of any role, do nothing.
+// identity: later calls, of any role, do nothing, unless its certificate
+// expired (the node was off through the time to renew it: renew.go):
+// then the node enrols again, under its name and role, with the
+// credential it joined with.
 func EnsureIdentity(ctx context.Context, dir string, role identity.Role, name string) error {
 	ca, err := identity.LoadCAPublic(dir)
 	if errors.Is(err, identity.ErrNoIdentity) {
@@ -194,8 +199,11 @@ func EnsureIdentity(ctx context.Context, dir string, role identity.Role, name st
 	if err != nil {
 		return err
 	}
-	if _, err := identity.Load(dir); !errors.Is(err, identity.ErrNoIdentity) {
-		return err
+	if id, err := identity.Load(dir); !errors.Is(err, identity.ErrNoIdentity) {
+		if err != nil || time.Now().Before(id.Cert.NotAfter) {
+			return err
+		}
+		role, name = id.Cert.Role, id.Cert.Name
 	}
 	if local, err := identity.LoadCA(dir); err == nil {
 		return issueLocally(dir, local, role, name)
@@ -258,7 +266,7 @@ func ensureClientIdentity(ctx context.Context, dir string) error {
 // with ca (nil: this management service holds no CA key) if the
 // credential enrols the role asked for (a client credential enrols
 // clients only).
-func enrollHandler(ca *identity.CA, serverCred, clientCred []byte) rpc.HandlerFunc {
+func enrollHandler(ca *identity.CA, serverCred, clientCred []byte, lifetime time.Duration) rpc.HandlerFunc {
 	return func(ctx context.Context, req *rpc.Request) (*rpc.Response, error) {
 		var a mgmt.EnrollArgs
 		if err := json.Unmarshal(req.Args, &a); err != nil {
@@ -280,7 +288,7 @@ func enrollHandler(ca *identity.CA, serverCred, clientCred []byte) rpc.HandlerFu
 		default:
 			return nil, fmt.Errorf("%w: wrong enrolment credential", rpc.ErrForbidden)
 		}
-		cert, err := ca.Issue(a.Name, role, randomSerial(), time.Now().Add(certLifetime), ed25519.PublicKey(a.Key))
+		cert, err := ca.Issue(a.Name, role, randomSerial(), time.Now().Add(lifetime), ed25519.PublicKey(a.Key))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", rpc.ErrForbidden, err)
 		}
@@ -318,16 +326,18 @@ func mgmtAuthorize(method string, peer *identity.Cert) error {
 	return nil
 }
 
-// mgmtEnroll is the mgmt.Enroll handler of the management service of dir:
-// it signs if dir holds the CA key and the credentials (the first host).
-func mgmtEnroll(dir string) rpc.HandlerFunc {
+// mgmtIssuer returns the mgmt.Enroll and mgmt.Renew handlers of the
+// management service of dir, issuing certificates of lifetime: they sign
+// if dir holds the CA key (and, to enrol, the credentials: the first
+// host's directory).
+func mgmtIssuer(dir string, lifetime time.Duration) (enroll, renew rpc.HandlerFunc) {
 	ca, err := identity.LoadCA(dir)
 	if err != nil {
-		return enrollHandler(nil, nil, nil)
+		return enrollHandler(nil, nil, nil, lifetime), renewHandler(nil, lifetime)
 	}
 	server, _ := readEnrollCredential(dir, classServer)
 	client, _ := readEnrollCredential(dir, classClient)
-	return enrollHandler(ca, server, client)
+	return enrollHandler(ca, server, client, lifetime), renewHandler(ca, lifetime)
 }
 
 // storageAuthorize is a storage server's policy by the caller's role:

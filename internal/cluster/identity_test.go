@@ -41,13 +41,20 @@ func issueFrom(t *testing.T, first, dir string, role identity.Role, name string)
 // which makes a machine's directory beside first with the token of class.
 func identityCluster(t *testing.T) (first string, m *MgmtNode, join func(name, class string) string) {
 	t.Helper()
+	return identityClusterLifetime(t, 0)
+}
+
+// identityClusterLifetime is identityCluster whose management service
+// issues certificates of lifetime (0: the default).
+func identityClusterLifetime(t *testing.T, lifetime time.Duration) (first string, m *MgmtNode, join func(name, class string) string) {
+	t.Helper()
 	url := pgtest.Start(t)
 	root := t.TempDir()
 	first = filepath.Join(root, "first")
 	if _, err := Create(first, "id", "127.0.0.1:1"); err != nil {
 		t.Fatal(err)
 	}
-	m, err := StartMgmt(context.Background(), MgmtConfig{Dir: first, DB: url, Listen: "127.0.0.1:0"})
+	m, err := StartMgmt(context.Background(), MgmtConfig{Dir: first, DB: url, Listen: "127.0.0.1:0", CertLifetime: lifetime})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type MgmtConfig struct {
 	// OnLeadership, if set, is told when the service starts to lead (its
 	// lease term) or stands by (the leader's address, "" if unknown).
 	OnLeadership func(leading bool, term uint64, leader string)
+	// CertLifetime is how long the certificates this service issues
+	// (enrolment, renewal: renew.go) are valid; default certLifetime.
+	CertLifetime time.Duration
 }
 
 // MgmtNode is a running management service.
@@ -60,6 +64,9 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	defaults.setDefaults()
 	if cfg.DB == "" {
 		return nil, errors.New("cluster: the management service needs the cluster's PostgreSQL database (--db)")
+	}
+	if cfg.CertLifetime < 0 {
+		return nil, fmt.Errorf("cluster: certificate lifetime %v: want a positive duration", cfg.CertLifetime)
 	}
 	info, secret, err := ReadInfo(cfg.Dir)
 	if err != nil {
@@ -123,7 +130,17 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	n.Registry.Register(n.Mgmt.Gate(n.rpc))
 	n.Mgmt.RegisterRevocation(n.Mgmt.Gate(n.rpc))
 	if cr.ca != nil {
-		n.Mgmt.Gate(n.rpc).Handle("mgmt.Enroll", mgmtEnroll(cfg.Dir))
+		enroll, renew := mgmtIssuer(cfg.Dir, cmp.Or(cfg.CertLifetime, certLifetime))
+		n.Mgmt.Gate(n.rpc).Handle("mgmt.Enroll", enroll)
+		n.Mgmt.Gate(n.rpc).Handle("mgmt.Renew", renew)
+		keepRenewed(gctx, &n.wg, cfg.Dir, cr, func(ctx context.Context) ([]byte, error) {
+			mc, mclose, err := dialMgmt(info, secret, cr) // the leader: this service or another
+			if err != nil {
+				return nil, err
+			}
+			defer mclose()
+			return mc.Renew(ctx)
+		}, log)
 	}
 	n.wg.Add(1)
 	go func() {

@@ -59,8 +59,9 @@ func (r *revocations) follow(ctx context.Context, wg *sync.WaitGroup, fetch func
 // ServerOptions) and, for a cluster with identities, the management
 // service's revocation list, read now and every revokedEvery until ctx
 // ends: certificates of revoked nodes are refused at the handshake and on
-// open connections (package rpc). It is for services started outside
-// this package (the metadata service).
+// open connections (package rpc). Until then too, it renews the node's
+// certificate (renew.go). It is for services started outside this
+// package (the metadata service).
 func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log *slog.Logger) (rpc.ServerOptions, error) {
 	cr, err := loadCreds(dir)
 	if err != nil || cr.ca == nil {
@@ -77,6 +78,7 @@ func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log
 	rev := &revocations{}
 	var wg sync.WaitGroup
 	rev.follow(ctx, &wg, mc.Revoked, log)
+	keepRenewed(ctx, &wg, dir, cr, mc.Renew, log)
 	go func() {
 		wg.Wait()
 		mclose()

@@ -167,6 +167,7 @@ func StartStorage(ctx context.Context, cfg StorageConfig) (*StorageNode, error) 
 	n.cancel = cancel
 	if cr.ca != nil {
 		rev.follow(gctx, &n.wg, n.mc.Revoked, n.log)
+		keepRenewed(gctx, &n.wg, cfg.Dir, cr, n.mc.Renew, n.log)
 	}
 	n.wg.Add(1)
 	go n.registerLoop(gctx)

@@ -18,6 +18,9 @@
 // the role and the revocation list. The rpc package uses these to make
 // every connection present and prove a certificate (internal/rpc/doc.go).
 //
+// A node's identity in use is held in a Current, which renewal replaces
+// while connections are being made with it.
+//
 // Private keys (the CA's and each node's) are written only with mode
 // 0600 and never appear in errors, logs or String output.
 package identity

@@ -20,3 +20,13 @@ func (c *Client) Enroll(ctx context.Context, a EnrollArgs) ([]byte, error) {
 	err := c.rc.Call(ctx, "mgmt.Enroll", a, nil, &cert)
 	return cert, err
 }
+
+// Renew asks the leading management service for a fresh certificate of
+// this node's name, role and key (the certificate this connection
+// proved). It returns nil if the certificate is not due for renewal yet
+// (internal/cluster decides, and signs).
+func (c *Client) Renew(ctx context.Context) ([]byte, error) {
+	var cert []byte
+	err := c.rc.Call(ctx, "mgmt.Renew", struct{}{}, nil, &cert)
+	return cert, err
+}

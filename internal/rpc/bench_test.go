@@ -204,8 +204,8 @@ func BenchmarkDial(b *testing.B) {
 			if certs {
 				ca := newTestCA(b)
 				later := time.Now().Add(time.Hour)
-				sopts = ServerOptions{Identity: ca.issue("srv", identity.RoleServer, later), Peers: ca.trust()}
-				copts = ClientOptions{Identity: ca.issue("cli", identity.RoleClient, later), Peers: ca.trust(identity.RoleServer)}
+				sopts = ServerOptions{Identity: identity.NewCurrent(ca.issue("srv", identity.RoleServer, later)), Peers: ca.trust()}
+				copts = ClientOptions{Identity: identity.NewCurrent(ca.issue("cli", identity.RoleClient, later)), Peers: ca.trust(identity.RoleServer)}
 			}
 			_, addr := startServer(b, sopts, registerEcho)
 			b.ResetTimer()

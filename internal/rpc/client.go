@@ -22,9 +22,11 @@ type ClientOptions struct {
 	MaxBody     int64         // largest request or response body; default DefaultMaxBody
 	DialTimeout time.Duration // to connect (not authenticate) each connection; default 10s
 	Errors      *ErrorTable   // decodes remote error codes; default: built-ins only
-	// Identity, if set, is the certificate and key the client presents to
-	// the server; a server that trusts a CA refuses a client without one.
-	Identity *identity.Identity
+	// Identity, if set, holds the certificate and key the client presents
+	// to the server; a server that trusts a CA refuses a client without
+	// one. When it is replaced (renewal), connections opened with the
+	// one before are not reused: each call after opens new ones.
+	Identity *identity.Current
 	// Peers, if set, is which servers the client accepts: the server must
 	// present a certificate it accepts (its Roles say which roles may
 	// serve this client), else Dial and calls fail with ErrAuth.
@@ -59,7 +61,7 @@ type Client struct {
 	slots   chan struct{} // one token per connection in use or being dialed
 	pool    bufPool       // record buffers of all connections
 	// identity and peers are ClientOptions.Identity and Peers.
-	identity *identity.Identity
+	identity *identity.Current
 	peers    *identity.Trust
 	// recheckEvery is ClientOptions.RecheckEvery; stopRecheck ends
 	// recheckLoop (nil: none runs).
@@ -81,7 +83,8 @@ type clientConn struct {
 	fr     frameReader
 	fw     frameWriter
 	nextID uint64
-	peer   *identity.Cert // the server's verified certificate, or nil
+	peer   *identity.Cert     // the server's verified certificate, or nil
+	own    *identity.Identity // the identity the client presented on it
 	// refused, guarded by Client.mu, is set when recheck closed the
 	// connection in use because its server was revoked.
 	refused error
@@ -306,7 +309,7 @@ func (c *Client) get(ctx context.Context) (*clientConn, error) {
 		if cc == nil {
 			break
 		}
-		if c.stale(cc) == nil && cc.alive() {
+		if cc.own == c.identity.Get() && c.stale(cc) == nil && cc.alive() {
 			return cc, nil
 		}
 		// The server hung up while it sat idle, or is no longer
@@ -411,7 +414,8 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		var transcript []byte
 		cc.fw.cs, cc.fr.cs, transcript, err = clientHandshake(cc.fr.br, nc, c.secret, nonce, eph)
 		if err == nil {
-			cc.peer, err = c.clientIdentity(&cc.fr, &cc.fw, transcript)
+			cc.own = c.identity.Get()
+			cc.peer, err = c.clientIdentity(&cc.fr, &cc.fw, transcript, cc.own)
 		}
 	}
 	if !stop() && err == nil {

@@ -100,8 +100,8 @@ func TestIdentityHandshake(t *testing.T) {
 		{"server expired", ca.issue("srv1", identity.RoleServer, time.Now().Add(-time.Second)), client, ca.trust(), "certificate expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, addr := startServer(t, ServerOptions{Identity: tc.serverID, Peers: ca.trust()}, registerWhoAmI)
-			c, err := Dial(addr, testSecret, ClientOptions{Identity: tc.clientID, Peers: tc.clientTrusts})
+			_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(tc.serverID), Peers: ca.trust()}, registerWhoAmI)
+			c, err := Dial(addr, testSecret, ClientOptions{Identity: identity.NewCurrent(tc.clientID), Peers: tc.clientTrusts})
 			if tc.want != "" {
 				if err == nil {
 					c.Close()
@@ -128,8 +128,8 @@ func TestIdentityHandshake(t *testing.T) {
 func TestAuthorizeByRole(t *testing.T) {
 	ca := newTestCA(t)
 	later := time.Now().Add(time.Hour)
-	_, addr := startServer(t, ServerOptions{Identity: ca.issue("srv1", identity.RoleServer, later), Peers: ca.trust(), Authorize: serverOnly}, registerWhoAmI)
-	client := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later), Peers: ca.trust(identity.RoleServer)})
+	_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv1", identity.RoleServer, later)), Peers: ca.trust(), Authorize: serverOnly}, registerWhoAmI)
+	client := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, later)), Peers: ca.trust(identity.RoleServer)})
 	err := client.Call(t.Context(), "storage.Put", nil, nil, nil)
 	if !errors.Is(err, ErrForbidden) {
 		t.Fatalf("client calling storage.Put: %v, want ErrForbidden", err)
@@ -137,7 +137,7 @@ func TestAuthorizeByRole(t *testing.T) {
 	if err := client.Call(t.Context(), "test.WhoAmI", nil, nil, nil); err != nil {
 		t.Fatalf("client calling an open method after a refusal: %v", err)
 	}
-	peer := dialTest(t, addr, ClientOptions{Identity: ca.issue("srv2", identity.RoleServer, later), Peers: ca.trust(identity.RoleServer)})
+	peer := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("srv2", identity.RoleServer, later)), Peers: ca.trust(identity.RoleServer)})
 	if err := peer.Call(t.Context(), "storage.Put", nil, nil, nil); err != nil {
 		t.Fatalf("server calling storage.Put: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestAllowNoCert(t *testing.T) {
 		}
 		return nil
 	}
-	_, addr := startServer(t, ServerOptions{Identity: ca.issue("mgmt", identity.RoleMgmt, later), Peers: ca.trust(), AllowNoCert: true, Authorize: authorize}, registerWhoAmI)
+	_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("mgmt", identity.RoleMgmt, later)), Peers: ca.trust(), AllowNoCert: true, Authorize: authorize}, registerWhoAmI)
 	anon := dialTest(t, addr, ClientOptions{Peers: ca.trust(identity.RoleMgmt)})
 	var who string
 	if err := anon.Call(t.Context(), "test.WhoAmI", nil, nil, &who); err != nil || who != "nobody" {
@@ -164,7 +164,7 @@ func TestAllowNoCert(t *testing.T) {
 	if err := anon.Call(t.Context(), "storage.Put", nil, nil, nil); !errors.Is(err, ErrForbidden) {
 		t.Fatalf("storage.Put without a certificate: %v, want ErrForbidden", err)
 	}
-	if _, err := Dial(addr, testSecret, ClientOptions{Identity: other.issue("x", identity.RoleServer, later)}); !errors.Is(err, ErrAuth) {
+	if _, err := Dial(addr, testSecret, ClientOptions{Identity: identity.NewCurrent(other.issue("x", identity.RoleServer, later))}); !errors.Is(err, ErrAuth) {
 		t.Fatalf("certificate of another CA: %v, want ErrAuth", err)
 	}
 	if err := (ServerOptions{Peers: ca.trust(), AllowNoCert: true}).Validate(); err == nil {

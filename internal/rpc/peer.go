@@ -81,7 +81,7 @@ func readIdentityFrame(fr *frameReader) (h header, name, args []byte, err error)
 // authenticated connection and returns the client's verified certificate
 // (nil if the server trusts no CA).
 func (s *Server) serverIdentity(fr *frameReader, fw *frameWriter, transcript []byte) (*identity.Cert, error) {
-	if err := fw.write(typeAuth, 0, "", identityArgs(s.identity, idLabelServer, transcript), nil); err != nil {
+	if err := fw.write(typeAuth, 0, "", identityArgs(s.identity.Get(), idLabelServer, transcript), nil); err != nil {
 		return nil, err
 	}
 	h, _, args, err := readIdentityFrame(fr)
@@ -104,9 +104,10 @@ func (s *Server) serverIdentity(fr *frameReader, fw *frameWriter, transcript []b
 	return peer, fw.write(typeAuth, 0, "", nil, nil)
 }
 
-// clientIdentity runs the client's side of the exchange and returns the
-// server's verified certificate (nil if the client trusts no CA).
-func (c *Client) clientIdentity(fr *frameReader, fw *frameWriter, transcript []byte) (*identity.Cert, error) {
+// clientIdentity runs the client's side of the exchange, presenting own,
+// and returns the server's verified certificate (nil if the client
+// trusts no CA).
+func (c *Client) clientIdentity(fr *frameReader, fw *frameWriter, transcript []byte, own *identity.Identity) (*identity.Cert, error) {
 	h, _, args, err := readIdentityFrame(fr)
 	if err == nil && h.typ != typeAuth {
 		err = fmt.Errorf("%w: server sent an error frame for its identity", ErrProtocol)
@@ -122,7 +123,7 @@ func (c *Client) clientIdentity(fr *frameReader, fw *frameWriter, transcript []b
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", c.addr, err)
 	}
-	if err := fw.write(typeAuth, 0, "", identityArgs(c.identity, idLabelClient, transcript), nil); err != nil {
+	if err := fw.write(typeAuth, 0, "", identityArgs(own, idLabelClient, transcript), nil); err != nil {
 		return nil, err
 	}
 	h, name, args, err := readIdentityFrame(fr)

@@ -103,7 +103,7 @@ func (c *Client) recheck() {
 	defer c.mu.Unlock()
 	keep := c.mu.idle[:0]
 	for _, cc := range c.mu.idle {
-		if c.stale(cc) != nil {
+		if c.stale(cc) != nil || cc.own != c.identity.Get() {
 			cc.nc.Close()
 			continue
 		}

@@ -62,8 +62,8 @@ func TestRevokedClientOpenConnection(t *testing.T) {
 	ca := newTestCA(t)
 	later := time.Now().Add(time.Hour)
 	var rev revocationList
-	srv, addr := startServer(t, ServerOptions{Identity: ca.issue("srv1", identity.RoleServer, later), Peers: rev.trust(ca)}, registerWhoAmI)
-	c := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later)})
+	srv, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv1", identity.RoleServer, later)), Peers: rev.trust(ca)}, registerWhoAmI)
+	c := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, later))})
 	var who string
 	if err := c.Call(t.Context(), "test.WhoAmI", nil, nil, &who); err != nil || who != "client host7" {
 		t.Fatalf("WhoAmI before revocation: %q, %v", who, err)
@@ -74,7 +74,7 @@ func TestRevokedClientOpenConnection(t *testing.T) {
 		t.Fatalf("call of a revoked client on its open connection: %v, want ErrAuth saying the certificate was revoked", err)
 	}
 	waitFor(t, "the revoked client's connection to close", func() bool { return srv.Stats().Conns == 0 })
-	if _, err := Dial(addr, testSecret, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later)}); !errors.Is(err, ErrAuth) {
+	if _, err := Dial(addr, testSecret, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, later))}); !errors.Is(err, ErrAuth) {
 		t.Fatalf("new connection of a revoked client: %v, want ErrAuth", err)
 	}
 }
@@ -87,9 +87,9 @@ func TestRevokedClientCallInFlight(t *testing.T) {
 	var rev revocationList
 	started, release, ended := make(chan struct{}, 1), make(chan struct{}), make(chan error, 1)
 	defer close(release)
-	srv, addr := startServer(t, ServerOptions{Identity: ca.issue("srv1", identity.RoleServer, later), Peers: rev.trust(ca), RecheckEvery: 20 * time.Millisecond},
+	srv, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv1", identity.RoleServer, later)), Peers: rev.trust(ca), RecheckEvery: 20 * time.Millisecond},
 		registerBlock(started, release, ended))
-	c := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later)})
+	c := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, later))})
 	done := make(chan error, 1)
 	go func() { done <- c.Call(context.Background(), "test.Block", nil, nil, nil) }()
 	<-started
@@ -110,8 +110,8 @@ func TestRevokedServerOpenConnection(t *testing.T) {
 	ca := newTestCA(t)
 	later := time.Now().Add(time.Hour)
 	var rev revocationList
-	_, addr := startServer(t, ServerOptions{Identity: ca.issue("srv1", identity.RoleServer, later)}, registerWhoAmI)
-	c := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later), Peers: rev.trust(ca, identity.RoleServer)})
+	_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv1", identity.RoleServer, later))}, registerWhoAmI)
+	c := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, later)), Peers: rev.trust(ca, identity.RoleServer)})
 	if err := c.Call(t.Context(), "test.WhoAmI", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +130,8 @@ func TestRevokedServerCallInFlight(t *testing.T) {
 	var rev revocationList
 	started, release, ended := make(chan struct{}, 1), make(chan struct{}), make(chan error, 1)
 	defer close(release)
-	_, addr := startServer(t, ServerOptions{Identity: ca.issue("srv1", identity.RoleServer, later)}, registerBlock(started, release, ended))
-	c := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, later), Peers: rev.trust(ca, identity.RoleServer),
+	_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv1", identity.RoleServer, later))}, registerBlock(started, release, ended))
+	c := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, later)), Peers: rev.trust(ca, identity.RoleServer),
 		RecheckEvery: 20 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() { done <- c.Call(context.Background(), "test.Block", nil, nil, nil) }()
@@ -158,8 +158,8 @@ func TestExpiredServerConnectionReplaced(t *testing.T) {
 	trust.Revoked = nil
 	trust.Now = func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
 	srv := ca.issue("srv1", identity.RoleServer, now.Add(time.Minute))
-	_, addr := startServer(t, ServerOptions{Identity: srv}, registerWhoAmI)
-	c := dialTest(t, addr, ClientOptions{Identity: ca.issue("host7", identity.RoleClient, now.Add(time.Hour)), Peers: trust})
+	_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(srv)}, registerWhoAmI)
+	c := dialTest(t, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("host7", identity.RoleClient, now.Add(time.Hour))), Peers: trust})
 	if err := c.Call(t.Context(), "test.WhoAmI", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -182,5 +182,46 @@ func within(t *testing.T, ch <-chan error) error {
 	case <-time.After(10 * time.Second):
 		t.Fatal("still running 10 s after the revocation")
 		return nil
+	}
+}
+
+// A client whose identity is renewed (Current.Set) moves its calls to
+// connections that present the new certificate, so it keeps working past
+// the old one's expiry, on which the server refuses calls.
+func TestRenewedIdentityOutlivesOldCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	now := time.Now()
+	var clock struct {
+		sync.Mutex
+		t time.Time
+	}
+	clock.t = now
+	trust := ca.trust()
+	trust.Now = func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
+	_, addr := startServer(t, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv1", identity.RoleServer, now.Add(time.Hour))), Peers: trust}, func(s *Server) {
+		s.Handle("test.Expiry", func(ctx context.Context, req *Request) (*Response, error) {
+			return &Response{Result: PeerFrom(ctx).NotAfter.Unix()}, nil
+		})
+	})
+	old := ca.issue("host7", identity.RoleClient, now.Add(time.Minute))
+	cur := identity.NewCurrent(old)
+	c := dialTest(t, addr, ClientOptions{Identity: cur})
+	var seen int64
+	if err := c.Call(t.Context(), "test.Expiry", nil, nil, &seen); err != nil || seen != old.Cert.NotAfter.Unix() {
+		t.Fatalf("call with the first certificate: server saw expiry %d, %v", seen, err)
+	}
+	cert, err := ca.ca.Issue("host7", identity.RoleClient, 8, now.Add(time.Hour), old.Cert.Key) // same key
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := &identity.Identity{Cert: cert, Key: old.Key}
+	cur.Set(renewed)
+	clock.Lock()
+	clock.t = now.Add(2 * time.Minute) // the first certificate has expired
+	clock.Unlock()
+	for i := range 3 {
+		if err := c.Call(t.Context(), "test.Expiry", nil, nil, &seen); err != nil || seen != renewed.Cert.NotAfter.Unix() {
+			t.Fatalf("call %d after the first certificate expired: server saw expiry %d, %v; want the renewed certificate's %d", i, seen, err, renewed.Cert.NotAfter.Unix())
+		}
 	}
 }

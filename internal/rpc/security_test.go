@@ -77,7 +77,7 @@ func rawConn(t *testing.T, addr string, auth bool) *testConn {
 		// the last thing it sends, so the reader's buffer holds no more.
 		fr := frameReader{br: bufio.NewReaderSize(nc, readBufSize), maxBody: DefaultMaxBody, cs: tc.recv, pool: &bufPool{}}
 		fw := frameWriter{w: nc, maxBody: DefaultMaxBody, cs: tc.send, pool: &bufPool{}}
-		if _, err := (&Client{addr: addr}).clientIdentity(&fr, &fw, transcript); err != nil {
+		if _, err := (&Client{addr: addr}).clientIdentity(&fr, &fw, transcript, nil); err != nil {
 			t.Fatal(err)
 		}
 		tc.send, tc.recv = fw.cs, fr.cs

@@ -76,9 +76,10 @@ type ServerOptions struct {
 	// with the method, the time its handler took and the error it
 	// returned (metrics). It must not block.
 	Observe func(method string, d time.Duration, err error)
-	// Identity, if set, is the certificate and key the server presents to
-	// every client; a client that trusts a CA refuses a server without one.
-	Identity *identity.Identity
+	// Identity, if set, holds the certificate and key the server presents
+	// to every client (the one held at each handshake: renewal may
+	// replace it); a client that trusts a CA refuses a server without one.
+	Identity *identity.Current
 	// Peers, if set, is whom the server admits: every client must present
 	// a certificate it accepts (ErrAuth otherwise). Unset, clients need
 	// only the secret.
@@ -130,7 +131,7 @@ type Server struct {
 	intercept    []func(context.Context) context.Context
 	pool         bufPool
 	observe      func(method string, d time.Duration, err error) // ServerOptions.Observe
-	identity     *identity.Identity                              // ServerOptions.Identity
+	identity     *identity.Current                               // ServerOptions.Identity
 	peers        *identity.Trust                                 // ServerOptions.Peers
 	noCertOK     bool                                            // ServerOptions.AllowNoCert
 	authorize    func(method string, peer *identity.Cert) error  // ServerOptions.Authorize

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"poolfs/internal/client"
+	"poolfs/internal/identity"
+	"poolfs/internal/rpc"
+)
+
+// TestCertificatesRenewedBeforeExpiry: with certificates of a 3 s
+// lifetime, over real sockets, a storage server, a metadata service
+// (FollowRevocations) and a client (Connect) keep working past the
+// expiry of the certificates they enrolled with (for half a lifetime
+// after the last one): each renewed its own in time, in memory and on
+// disk.
+func TestCertificatesRenewedBeforeExpiry(t *testing.T) {
+	ctx := context.Background()
+	const lifetime = 3 * time.Second
+	first, _, join := identityClusterLifetime(t, lifetime)
+	_, secret, err := ReadInfo(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := join("srv", classServer)
+	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	md := join("meta", classServer)
+	if err := EnsureIdentity(ctx, md, identity.RoleMeta, "meta"); err != nil {
+		t.Fatal(err)
+	}
+	mctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	opts, err := FollowRevocations(mctx, md, rpc.ServerOptions{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := rpc.NewServer(secret, opts)
+	ms.Handle("test.Ping", func(context.Context, *rpc.Request) (*rpc.Response, error) { return nil, nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ms.Serve(ln)
+	t.Cleanup(func() { ms.Close() })
+	if err := AnnounceMeta(ctx, md, ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	host := join("host", classClient)
+	conn, err := Connect(ctx, host, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	enrolled := map[string]time.Time{}
+	var last time.Time
+	for _, dir := range []string{srv, md, host} {
+		enrolled[dir] = identityOf(t, dir).Cert.NotAfter
+		if enrolled[dir].After(last) {
+			last = enrolled[dir]
+		}
+	}
+	s1, err := rpc.Dial(s.Addr, secret, conn.creds.client(rpc.ClientOptions{}, identity.RoleServer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s1.Close()
+	meta, err := rpc.Dial(ln.Addr().String(), secret, conn.creds.client(rpc.ClientOptions{}, identity.RoleMeta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer meta.Close()
+	calls := map[string]func() error{
+		"client to mgmt":         func() error { _, err := conn.Mgmt.Map(ctx); return err },
+		"client to storage":      func() error { return s1.Call(ctx, "storage.Drives", nil, nil, nil) },
+		"client to meta":         func() error { return meta.Call(ctx, "test.Ping", nil, nil, nil) },
+		"storage server to mgmt": func() error { _, err := s.mc.Map(ctx); return err },
+	}
+	for time.Now().Before(last.Add(lifetime / 2)) {
+		for what, call := range calls {
+			if err := call(); err != nil {
+				t.Fatalf("%s, %v after the first certificates expired: %v", what, time.Since(last).Round(time.Millisecond), err)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for dir, was := range enrolled {
+		if now := identityOf(t, dir).Cert.NotAfter; !now.After(was) {
+			t.Errorf("%s: node.cert still expires at %v", filepath.Base(dir), now)
+		}
+	}
+}
+
+// FuzzCheckRenewed feeds arbitrary bytes to checkRenewed as the
+// management service's answer to mgmt.Renew: it must not panic, and must
+// accept only a certificate of the CA for the node's own name, role and
+// key that expires later.
+func FuzzCheckRenewed(f *testing.F) {
+	ca, err := identity.NewCA()
+	if err != nil {
+		f.Fatal(err)
+	}
+	pub, _, _ := identity.NewKey()
+	other, _, _ := identity.NewKey()
+	at := time.Unix(1_800_000_000, 0)
+	old, err := ca.Issue("s1", identity.RoleServer, 1, at, pub)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, _ := ca.Issue("s1", identity.RoleServer, 2, at.Add(time.Hour), pub)
+	for _, c := range []*identity.Cert{good, old} {
+		f.Add(c.Encoded())
+	}
+	for _, bad := range []struct {
+		name string
+		role identity.Role
+		key  []byte
+	}{{"s2", identity.RoleServer, pub}, {"s1", identity.RoleMgmt, pub}, {"s1", identity.RoleServer, other}} {
+		c, _ := ca.Issue(bad.name, bad.role, 3, at.Add(time.Hour), bad.key)
+		f.Add(c.Encoded())
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := checkRenewed(raw, old, ca.Public())
+		if err == nil && (c.Name != "s1" || c.Role != identity.RoleServer || !bytes.Equal(c.Key, pub) || !c.NotAfter.After(old.NotAfter)) {
+			t.Fatalf("accepted %s", c)
+		}
+		if bytes.Equal(raw, good.Encoded()) && err != nil {
+			t.Fatalf("refused the good renewal: %v", err)
+		}
+	})
+}
