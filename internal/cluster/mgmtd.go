@@ -107,6 +107,10 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	}
 	n.dialer = storage.NewDialer(secret, cr.client(rpc.ClientOptions{}, identity.RoleServer))
 	n.Mgmt = mgmt.New(store, n.dialer, n.dialer, log)
+	certs := newCertWatch(cmp.Or(cfg.CertLifetime, certLifetime)) // callers' certificates (status notes)
+	if cr.ca != nil {
+		n.Mgmt.StatusNotes = func() []string { return certs.notes(time.Now()) }
+	}
 	n.Registry = mgmt.NewRegistry(n.Mgmt)
 	n.Mgmt.Follow("") // a standby until it holds the lease
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -123,7 +127,10 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 	opts := cr.server(rpc.ServerOptions{Logger: log, Errors: allErrors(), Observe: cfg.ObserveRPC})
 	if cr.ca != nil {
 		opts.AllowNoCert = true // nodes without a certificate may only enrol
-		opts.Authorize = mgmtAuthorize
+		opts.Authorize = func(method string, peer *identity.Cert) error {
+			certs.saw(peer, time.Now())
+			return mgmtAuthorize(method, peer)
+		}
 	}
 	n.rpc = rpc.NewServer(secret, opts)
 	n.Mgmt.Register(n.Mgmt.Gate(n.rpc))

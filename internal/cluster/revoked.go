@@ -71,11 +71,12 @@ func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log
 	if err != nil {
 		return o, err
 	}
+	rev := &revocations{}
+	cr.revoked = rev.revoked // a revoked management service too
 	mc, mclose, err := dialMgmt(info, secret, cr)
 	if err != nil {
 		return o, fmt.Errorf("cluster: reach the management service at %s for the revocation list: %w", info.Mgmt, err)
 	}
-	rev := &revocations{}
 	var wg sync.WaitGroup
 	rev.follow(ctx, &wg, mc.Revoked, log)
 	keepRenewed(ctx, &wg, dir, cr, mc.Renew, log)
@@ -83,6 +84,5 @@ func FollowRevocations(ctx context.Context, dir string, o rpc.ServerOptions, log
 		wg.Wait()
 		mclose()
 	}()
-	cr.revoked = rev.revoked
 	return cr.server(o), nil
 }

@@ -30,6 +30,9 @@ type Service struct {
 	// OnMapChange, if set before the service is used, is called with each
 	// new map after it is stored (an embedded cluster opens new drives).
 	OnMapChange func(m *clustermap.Map) error
+	// StatusNotes, if set before the service is used, adds its warnings
+	// to Status.Notes (internal/cluster: certificates near their expiry).
+	StatusNotes func() []string
 
 	rb    *rebuild.Coordinator // the rebuild coordinator (rebuild.go)
 	reqs  requests             // calls with request ids running (requests.go)

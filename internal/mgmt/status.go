@@ -184,6 +184,9 @@ func (s *Service) status(ctx context.Context, kick bool) (*Status, error) {
 			st.Notes = append(st.Notes, h.Note())
 		}
 	}
+	if s.StatusNotes != nil {
+		st.Notes = append(st.Notes, s.StatusNotes()...)
+	}
 	slots := map[placement.DriveID]int{}
 	for i := range m.Pools {
 		ps, err := s.poolStatus(ctx, m, &m.Pools[i], st.Drives, slots, now)
