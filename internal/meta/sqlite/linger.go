@@ -84,7 +84,8 @@ func (e *Engine) beginLinger() error {
 	if err != nil {
 		return fmt.Errorf("sqlite begin: %w", err)
 	}
-	e.lg.t = &txn{ctx: context.Background(), ct: ct, write: true, base: &e.w, cache: e.cache, reads: writeSet{}}
+	e.lg.t = &txn{ctx: context.Background(), ct: ct, write: true, base: &e.w, cache: e.cache, reads: writeSet{},
+		lazy: true, behind: writeSet{}, reqBehind: writeSet{}, writes: &e.writes}
 	e.lg.since, e.lg.n = time.Now(), 0
 	e.lg.timer = time.AfterFunc(e.linger, e.lingerFire)
 	return nil
@@ -98,6 +99,11 @@ func (e *Engine) commitLinger() error {
 	}
 	lg.timer.Stop()
 	gen := e.cache.generation() // only the leader changes it
+	if err := lg.t.runWrites(lg.t.behind); err != nil {
+		lg.t.ct.rollback() //nolint:errcheck // the engine fails either way
+		lg.t = nil
+		return e.fail(err)
+	}
 	err := lg.t.ct.commit()
 	lg.t = nil
 	e.batches.Add(1)
@@ -173,23 +179,36 @@ func (e *Engine) runLingerOne(r *request) {
 		t.write = false
 		r.panic, r.err = run(r.fn, t)
 		t.write = true
-		e.fillReads(t)
-	} else {
-		if err := t.ct.execFixed(`SAVEPOINT u`); err != nil {
-			r.err = e.abortLinger(fmt.Errorf("sqlite savepoint: %w", err))
+		if t.lost != nil {
+			r.err = e.abortLinger(t.lost)
 			return
 		}
+		e.fillReads(t)
+	} else {
 		r.panic, r.err = run(r.fn, t)
-		if r.err != nil || r.panic != nil {
-			if err := t.ct.execFixed(`ROLLBACK TO u`); err != nil {
-				r.err = e.abortLinger(fmt.Errorf("sqlite rollback to savepoint: %w", err))
+		if t.lost != nil {
+			r.err = e.abortLinger(t.lost)
+			return
+		}
+		failed := r.err != nil || r.panic != nil
+		if t.inSave {
+			if failed {
+				if err := t.ct.execFixed(`ROLLBACK TO u`); err != nil {
+					r.err = e.abortLinger(fmt.Errorf("sqlite rollback to savepoint: %w", err))
+					return
+				}
+			}
+			if err := t.ct.execFixed(`RELEASE u`); err != nil {
+				r.err = e.abortLinger(fmt.Errorf("sqlite release savepoint: %w", err))
 				return
 			}
 		}
-		if err := t.ct.execFixed(`RELEASE u`); err != nil {
-			r.err = e.abortLinger(fmt.Errorf("sqlite release savepoint: %w", err))
-			return
+		if !failed {
+			for k, v := range t.reqBehind {
+				t.behind[k] = v
+			}
 		}
+		clear(t.reqBehind)
 		e.updates.Add(1)
 		// What the request read from SQLite is the acknowledged state
 		// from before its writes: cached first, so that its writes,
@@ -203,6 +222,61 @@ func (e *Engine) runLingerOne(r *request) {
 			e.lg.n++
 		}
 	}
+}
+
+// Writes behind. An update of the lingering transaction runs no SQL
+// statement for its writes: they go to the request's writeSet (and so to
+// the cache when it returns, as before) and to reqBehind, which joins
+// behind when the update succeeds and is dropped when it fails. The
+// statements run later, on whichever goroutine leads then: behind at
+// commit (mostly the Linger timer's), both before a Scan (which reads
+// SQLite), the request's own under a savepoint opened then (a failed
+// update rolls back to it). A Get looks at behind after the cache, so
+// what it reads from SQLite is current. A key written by several updates
+// of one transaction (an inode by its create, its close and its release;
+// the usage counters by every update) is stored once, and an update
+// returns without a statement or a savepoint in the common case: a
+// small file's create and close used to run about twenty statements on
+// the FUSE request's thread. Behind holds at most maxLingerUpdates
+// updates' writes. If its statements fail, acknowledged updates are
+// lost, which fails the engine as a failed COMMIT does.
+
+// runBehind runs the writes made so far in SQLite: the acknowledged
+// updates' (behind) and, in the request's savepoint, the current
+// request's (reqBehind). A failure of the former sets t.lost.
+func (t *txn) runBehind() error {
+	if err := t.runWrites(t.behind); err != nil {
+		t.lost = err
+		return err
+	}
+	if len(t.reqBehind) == 0 {
+		return nil
+	}
+	if !t.inSave {
+		if err := t.ct.execFixed(`SAVEPOINT u`); err != nil {
+			t.lost = fmt.Errorf("sqlite savepoint: %w", err)
+			return t.lost
+		}
+		t.inSave = true
+	}
+	return t.runWrites(t.reqBehind)
+}
+
+// runWrites runs the statements of ws and empties it.
+func (t *txn) runWrites(ws writeSet) error {
+	for k, v := range ws {
+		var err error
+		if v == nil {
+			err = t.del([]byte(k))
+		} else {
+			err = t.put([]byte(k), v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	clear(ws)
+	return nil
 }
 
 // fillReads caches what the current request of the lingering transaction

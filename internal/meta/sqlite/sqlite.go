@@ -41,6 +41,7 @@ type Engine struct {
 
 	batches, updates atomic.Uint64 // group-commit statistics
 	compiled         atomic.Uint64 // statements the lingering transactions compiled
+	writes           atomic.Uint64 // put and delete statements run (Stats.Writes)
 
 	linger       time.Duration         // Options.Linger (linger.go)
 	lg           lingerState           // the lingering transaction, owned by the leader
@@ -402,11 +403,14 @@ type Stats struct {
 	// Compiled counts the SQL statements the lingering transactions
 	// (Options.Linger) compiled: prepared, or run from their text.
 	Compiled uint64
+	// Writes counts the put and delete statements run. In a lingering
+	// transaction a key that several updates wrote is stored once.
+	Writes uint64
 }
 
 // Stats returns the group-commit counters since Open.
 func (e *Engine) Stats() Stats {
-	return Stats{Batches: e.batches.Load(), Updates: e.updates.Load(), Compiled: e.compiled.Load()}
+	return Stats{Batches: e.batches.Load(), Updates: e.updates.Load(), Compiled: e.compiled.Load(), Writes: e.writes.Load()}
 }
 
 func (e *Engine) runBatch(batch []*request) {
@@ -429,7 +433,7 @@ func (e *Engine) commitBatch(ctx context.Context, batch []*request) error {
 	if err != nil {
 		return fmt.Errorf("sqlite begin: %w", err)
 	}
-	t := &txn{ctx: ctx, tx: tx, write: true, base: &e.w}
+	t := &txn{ctx: ctx, tx: tx, write: true, base: &e.w, writes: &e.writes}
 	if e.cache != nil {
 		// The committer is the only one to apply batches: gen cannot
 		// change while the batch runs, so what it read is current until
@@ -536,12 +540,28 @@ type txn struct {
 	req, batch writeSet
 	reads      writeSet
 	gen        uint64 // the cache's generation when the batch began
+
+	// A lingering transaction's writes run in SQLite behind the updates
+	// that made them (linger.go, "Writes behind"): behind holds the writes
+	// of acknowledged updates not yet run (nil: a delete), reqBehind the
+	// current request's. Both run before a Scan, behind at commit. inSave:
+	// the current request's savepoint is open (its writes ran early).
+	// lost is set when writes of acknowledged updates failed to run.
+	lazy              bool
+	behind, reqBehind writeSet
+	inSave            bool
+	lost              error
+	writes            *atomic.Uint64 // Stats.Writes
 }
 
 // startRequest begins the writes of the next request of a batch.
 func (t *txn) startRequest() {
 	if t.cache != nil {
 		t.req = writeSet{}
+	}
+	if t.lazy {
+		clear(t.reqBehind)
+		t.inSave = false
 	}
 }
 
@@ -572,6 +592,11 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 			v, ok = t.cache.get(key)
 		} else if v != nil {
 			v = append([]byte{}, v...)
+		}
+		if !ok && t.lazy {
+			if v, ok = t.behind[string(key)]; ok && v != nil {
+				v = append([]byte{}, v...)
+			}
 		}
 		if ok {
 			if v == nil {
@@ -610,6 +635,22 @@ func (t *txn) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
+	if t.lazy {
+		v := append([]byte{}, value...)
+		t.req[string(key)], t.reqBehind[string(key)] = v, v
+		return nil
+	}
+	if err := t.put(key, value); err != nil {
+		return err
+	}
+	if t.req != nil {
+		t.req[string(key)] = append([]byte{}, value...)
+	}
+	return nil
+}
+
+// put runs the statement that stores value at key.
+func (t *txn) put(key, value []byte) error {
 	st, err := t.stmt(&t.st.put, t.base.put, qPut)
 	if err == nil {
 		_, err = st.ExecContext(t.ctx, key, value)
@@ -617,8 +658,23 @@ func (t *txn) Put(key, value []byte) error {
 	if err != nil {
 		return fmt.Errorf("sqlite put: %w", err)
 	}
-	if t.req != nil {
-		t.req[string(key)] = append([]byte{}, value...)
+	if t.writes != nil {
+		t.writes.Add(1)
+	}
+	return nil
+}
+
+// del runs the statement that deletes key.
+func (t *txn) del(key []byte) error {
+	st, err := t.stmt(&t.st.del, t.base.del, qDel)
+	if err == nil {
+		_, err = st.ExecContext(t.ctx, key)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite delete: %w", err)
+	}
+	if t.writes != nil {
+		t.writes.Add(1)
 	}
 	return nil
 }
@@ -627,12 +683,12 @@ func (t *txn) Delete(key []byte) error {
 	if !t.write {
 		return errReadOnly
 	}
-	st, err := t.stmt(&t.st.del, t.base.del, qDel)
-	if err == nil {
-		_, err = st.ExecContext(t.ctx, key)
+	if t.lazy {
+		t.req[string(key)], t.reqBehind[string(key)] = nil, nil
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("sqlite delete: %w", err)
+	if err := t.del(key); err != nil {
+		return err
 	}
 	if t.req != nil {
 		t.req[string(key)] = nil
@@ -642,6 +698,13 @@ func (t *txn) Delete(key []byte) error {
 
 func (t *txn) Scan(start, end []byte, limit int, fn func(key, value []byte) bool) error {
 	return meta.ScanChunks(start, limit, scanChunk, func(start []byte, n int) ([]meta.Pair, error) {
+		if t.lazy {
+			// What the scan reads must include the writes made so far
+			// (fn may write between chunks).
+			if err := t.runBehind(); err != nil {
+				return nil, err
+			}
+		}
 		rows, err := t.query(start, end, n)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite scan: %w", err)
