@@ -147,9 +147,12 @@ func (o *op) commitStripes(ino Ino, commits []StripeCommit, fold bool) (inode, e
 		if err := c.Rec.fits(n.Layout); err != nil {
 			return n, err
 		}
-		old, ok, err := o.stripe(ino, c.Rec.Stripe)
-		if err != nil {
-			return n, err
+		var old storedStripe
+		var ok bool
+		if n.clean&cleanNoStripes == 0 { // a new file's first commit reads nothing
+			if old, ok, err = o.stripe(ino, c.Rec.Stripe); err != nil {
+				return n, err
+			}
 		}
 		if !ok && c.OldGen != 0 || ok && old.Gen != c.OldGen {
 			conflicts = append(conflicts, c.Rec.Stripe)
