@@ -191,6 +191,8 @@ type Client struct {
 	log     *slog.Logger
 	headers *headerCache
 	bufs    pools // fragment buffers per geometry
+	// partBufs holds the buffers of small writes' bytes (dirtyStripe).
+	partBufs chunkstore.Buffers
 	// writeBehind is the shared write-behind window: a token per stripe a
 	// File writes back in the background beyond its own window
 	// (file_async.go).

@@ -3,6 +3,8 @@ package client
 import (
 	"slices"
 	"sort"
+
+	"poolfs/internal/chunkstore"
 )
 
 // dirtyStripe holds the bytes a handle wrote into one stripe and where.
@@ -15,9 +17,13 @@ import (
 // sequential writer) is encoded and sent from where the writes put it,
 // without another copy.
 type dirtyStripe struct {
-	parts [][]byte   // bytes of spans[i], while small
-	sbuf  *stripeBuf // or the data shards (full-unit layout)
-	spans []span     // written ranges, sorted, merged
+	parts [][]byte // bytes of spans[i], while small
+	// partBufs, if set, is where the parts come from and go back to once
+	// the stripe is done with them (the client's: a small file's bytes
+	// then land in memory a previous file used, not in fresh pages).
+	partBufs *chunkstore.Buffers
+	sbuf     *stripeBuf // or the data shards (full-unit layout)
+	spans    []span     // written ranges, sorted, merged
 	// k and unit are the layout's, pool its stripe buffers; a nil pool
 	// keeps the stripe sparse.
 	k, unit int
@@ -33,11 +39,31 @@ type span struct{ a, b int }
 // takes a stripe buffer from the pool.
 const smallDirty = 256 << 10
 
-// release returns a pooled buffer. The stripe must not be used again.
+// release returns the pooled buffers. The stripe must not be used again.
 func (d *dirtyStripe) release() {
 	if d.sbuf != nil {
 		d.pool.put(d.sbuf)
 		d.sbuf = nil
+	}
+	d.freeParts(d.parts)
+	d.parts = nil
+}
+
+// newPart returns a buffer of n bytes (not zeroed) for a sparse range.
+func (d *dirtyStripe) newPart(n int) []byte {
+	if d.partBufs == nil {
+		return make([]byte, n)
+	}
+	return d.partBufs.Get(n)
+}
+
+// freeParts hands back parts no range holds any more.
+func (d *dirtyStripe) freeParts(parts [][]byte) {
+	if d.partBufs == nil {
+		return
+	}
+	for _, b := range parts {
+		d.partBufs.Put(b)
 	}
 }
 
@@ -52,6 +78,7 @@ func (d *dirtyStripe) write(at int, p []byte) {
 		for i, sp := range d.spans {
 			d.copyIn(sp.a, d.parts[i])
 		}
+		d.freeParts(d.parts)
 		d.parts = nil
 	}
 	if d.sbuf != nil {
@@ -79,24 +106,32 @@ func (d *dirtyStripe) writeSparse(at int, p []byte) {
 	if first < 0 {
 		i := sort.Search(len(d.spans), func(i int) bool { return d.spans[i].a > s.a })
 		d.spans = slices.Insert(d.spans, i, s)
-		d.parts = slices.Insert(d.parts, i, append([]byte(nil), p...))
+		part := d.newPart(len(p))
+		copy(part, p)
+		d.parts = slices.Insert(d.parts, i, part)
 		return
 	}
+	// The merged range is covered by the ranges and p: a part from the
+	// pool, not zeroed, has no byte left unwritten.
 	m := span{min(s.a, d.spans[first].a), max(s.b, d.spans[last].b)}
 	buf := d.parts[first]
+	var done [][]byte // parts merged into buf
 	if m.a == d.spans[first].a && cap(buf) >= m.b-m.a {
 		buf = buf[:m.b-m.a] // grows in place: appends within one range
 	} else {
-		nb := make([]byte, m.b-m.a, max(m.b-m.a, 2*len(buf)))
+		nb := d.newPart(max(m.b-m.a, min(2*len(buf), smallDirty)))[:m.b-m.a]
 		copy(nb[d.spans[first].a-m.a:], buf)
+		done = append(done, buf)
 		buf = nb
 	}
 	for i := first + 1; i <= last; i++ {
 		copy(buf[d.spans[i].a-m.a:], d.parts[i])
+		done = append(done, d.parts[i])
 	}
 	copy(buf[s.a-m.a:], p)
 	d.spans = append(append(d.spans[:first], m), d.spans[last+1:]...)
 	d.parts = append(append(d.parts[:first], buf), d.parts[last+1:]...)
+	d.freeParts(done)
 }
 
 // copyIn copies p to stripe bytes [at, at+len(p)) of the shards.
