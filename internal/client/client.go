@@ -108,9 +108,12 @@ type Options struct {
 	// Beyond it readers fill only the stripes they ask for.
 	ReadAheadTotal int
 	// HedgeFloor and HedgeFactor set when a fragment read is late: after
-	// max(HedgeFloor, HedgeFactor × the drives' typical high latency) the
+	// max(HedgeFloor, HedgeFactor × the drives' typical high latency, or
+	// × its own drive's if that is longer and the drive is not slow), and
+	// twice as long as the slowest of its stripe's reads that arrived, the
 	// reader fetches parity beside it and decodes from the first k
-	// fragments (stripeio.Latencies; defaults DefaultHedgeFloor and
+	// fragments, within a budget of hedged reads (stripeio.Fetch.Get,
+	// stripeio.Latencies; defaults DefaultHedgeFloor and
 	// DefaultHedgeFactor).
 	HedgeFloor  time.Duration
 	HedgeFactor float64

@@ -35,9 +35,13 @@
 // slow. A fetch that fails (missing, unreadable, bad checksum) is replaced by
 // the next parity fragment at once, and fetches later than a bound derived
 // from the drives' measured latencies (stripeio.Latencies: max(HedgeFloor,
-// HedgeFactor × the median drive's high latency)) get parity fetched beside
-// them (hedged reads): the stripe is decoded from the first k verified
-// fragments and the rest are cancelled, so one late drive never holds a read.
+// HedgeFactor × the median drive's high latency, or × the fetch's own
+// drive's if longer and that drive is not slow)) and than twice the
+// slowest of their stripe's fetches that arrived get parity fetched beside
+// them (hedged reads, at most one per 64 fragment reads): the stripe is
+// decoded from the first k verified fragments and the rest are cancelled,
+// so one late drive never holds a read, while reads that are all slow
+// together (every link busy) are not hedged into more load.
 // A small read takes only the blocks it needs from the data fragments that
 // hold them, unless one of them is on such a drive, fails or is late: then it
 // reads the whole stripe as above. Bad fragments are rewritten in the

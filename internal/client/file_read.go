@@ -426,7 +426,11 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 			results <- result{i, b}
 		}()
 	}
-	late := time.NewTimer(c.lat.Bound())
+	var bound time.Duration
+	for _, p := range parts {
+		bound = max(bound, c.lat.Bound(placement.DriveID(rec.Drives[p.idx])))
+	}
+	late := time.NewTimer(bound)
 	defer late.Stop()
 	got := make([][]byte, len(parts))
 	for range parts {

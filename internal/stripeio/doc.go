@@ -17,8 +17,10 @@
 //	ReadFragment     read one fragment and verify it against the Stripe
 //	Fetch.Get        read verified fragments until Need are in hand:
 //	                 Need reads at once, a failed one replaced by the next
-//	                 source at once, late ones hedged (Hedger, Latencies),
-//	                 the rest cancelled once Need are verified
+//	                 source at once, late ones hedged (Hedger, Latencies:
+//	                 late next to the drive's own past and the stripe's
+//	                 reads that arrived, within a budget), the rest
+//	                 cancelled once Need are verified
 //	Order            the client's read plan: data, then parity rotated by
 //	                 stripe number, then drives that are slow; drives known
 //	                 down left out

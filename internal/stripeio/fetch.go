@@ -8,20 +8,26 @@ import (
 	"poolfs/internal/placement"
 )
 
-// Hedger tells a Fetch when a read is late, and learns from each how long
-// it took (Latencies is one).
+// Hedger tells a Fetch when a read is late and whether a read may be
+// started beside it, and learns from each read how long it took
+// (Latencies is one).
 type Hedger interface {
-	// Bound is how long a read may run before another is started beside it.
-	Bound() time.Duration
+	// Bound is how long a read of drive id may run before another is
+	// started beside it.
+	Bound(id placement.DriveID) time.Duration
 	// Observe records that a read of drive id took d, or was given up
 	// after d.
 	Observe(id placement.DriveID, d time.Duration)
+	// Hedge reports whether a read may be started beside a late one now,
+	// and if so counts it: a Hedger may allow hedged reads only up to a
+	// share of the reads it observes.
+	Hedge() bool
 }
 
 // Fetch is one read of verified fragments of a stripe: Get starts Need
 // reads of Sources at once, replaces a read that fails by the next source
-// at once, and starts as many more beside those still running each time
-// Hedge's bound passes; it returns as soon as Need fragments are verified
+// at once, and starts one more beside each read that is late (see
+// Fetch.Get); it returns as soon as Need fragments are verified
 // (cancelling the rest) or no source is left to try.
 type Fetch struct {
 	Stripe *Stripe
@@ -75,21 +81,48 @@ type fetchResult struct {
 // fetchRun is the state of one Get. Only the goroutine running Get
 // touches it; reads report through results.
 type fetchRun struct {
-	f        *Fetch
-	out      *Fetched
-	state    []fetchState
+	f       *Fetch
+	out     *Fetched
+	state   []fetchState
+	started []time.Time     // by index: when its read started (fetchInFlight)
+	bound   []time.Duration // by index: its read's Hedger bound
+	// late counts by index how often its read was found late; a read
+	// started beside it sets it to -1 (done).
+	late     []int
 	next     int // Sources[next] is the next source to start
 	inflight int
 	results  chan fetchResult
+	// slowest is how long the slowest verified read of the fetch took
+	// (0: none arrived yet): what its siblings' lateness is judged by.
+	slowest time.Duration
 }
+
+// siblingFactor: once reads of a fetch have arrived, a read still running
+// is late only after siblingFactor times the slowest of them (see Get).
+const siblingFactor = 2
 
 // Get runs the fetch. It returns an error only if ctx ends; fewer than
 // Need verified fragments is for the caller to judge (Fetched.OK).
+//
+// With a Hedger, a read is late, and one more source is started beside it,
+// once it has run longer than the Hedger's Bound and than siblingFactor
+// times the slowest read of this fetch that arrived. While none has
+// arrived, a read is late after the Bound only if the sources not yet
+// started could make up Need by themselves (a mirror's copies, say):
+// otherwise a hedge cannot complete the fetch before the reads running
+// do. So a drive that is slow or does not answer while its siblings do is
+// hedged as before, but reads that are all slow together (every server's
+// link busy: their time is queueing, and parity is queued behind the same
+// load) are not, since each hedge adds a fragment to that load and is
+// mostly sent before it is cancelled. A late read the Hedger refuses a
+// hedge (its budget is spent) is asked about again each time it has run
+// as long once more.
 func (f *Fetch) Get(ctx context.Context) (*Fetched, error) {
 	width := f.Stripe.K + f.Stripe.M
 	out := &Fetched{Shards: make([][]byte, width), Errs: make([]error, width)}
 	copy(out.Errs, f.Errs)
-	r := &fetchRun{f: f, out: out, state: make([]fetchState, width), results: make(chan fetchResult, len(f.Sources))}
+	r := &fetchRun{f: f, out: out, state: make([]fetchState, width), results: make(chan fetchResult, len(f.Sources)),
+		started: make([]time.Time, width), bound: make([]time.Duration, width), late: make([]int, width)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := r.run(ctx)
@@ -106,16 +139,19 @@ func (f *Fetch) Get(ctx context.Context) (*Fetched, error) {
 func (r *fetchRun) run(ctx context.Context) error {
 	r.start(ctx, r.f.Need)
 	var hedge *time.Timer
-	var late <-chan time.Time // nil: never late
-	var bound time.Duration
 	if r.f.Hedge != nil {
-		bound = r.f.Hedge.Bound()
-		hedge = time.NewTimer(bound)
+		hedge = time.NewTimer(time.Hour)
 		defer hedge.Stop()
-		late = hedge.C
 	}
 	out := r.out
 	for out.OK < r.f.Need && r.inflight > 0 {
+		var late <-chan time.Time // nil: no read can become late
+		if hedge != nil {
+			if at, ok := r.nextLate(); ok {
+				hedge.Reset(time.Until(at))
+				late = hedge.C
+			}
+		}
 		select {
 		case res := <-r.results:
 			r.inflight--
@@ -124,20 +160,67 @@ func (r *fetchRun) run(ctx context.Context) error {
 				r.start(ctx, 1)
 				continue
 			}
+			r.slowest = max(r.slowest, time.Since(r.started[res.i]))
 			r.state[res.i], out.Shards[res.i], out.Errs[res.i] = fetchOK, res.data, nil
 			out.Read = append(out.Read, r.loc(res.i))
 			out.OK++
 		case <-late:
-			// Every read still running is late: start one more beside each.
-			r.start(ctx, r.inflight)
-			if r.next < len(r.f.Sources) {
-				hedge.Reset(bound)
-			}
+			r.start(ctx, r.markLate(time.Now()))
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	return nil
+}
+
+// lateAt returns when the read of fragment i (in flight, not hedged)
+// becomes late, or is late once more; ok is false if it cannot be late
+// now (see Fetch.Get).
+func (r *fetchRun) lateAt(i int) (at time.Time, ok bool) {
+	after := r.bound[i]
+	if r.slowest > 0 {
+		after = max(after, siblingFactor*r.slowest)
+	} else if len(r.f.Sources)-r.next < r.f.Need-r.out.OK {
+		return at, false
+	}
+	return r.started[i].Add(time.Duration(r.late[i]+1) * after), true
+}
+
+// nextLate returns when the next read still running and not yet hedged
+// becomes late, if one can.
+func (r *fetchRun) nextLate() (at time.Time, ok bool) {
+	if r.next >= len(r.f.Sources) {
+		return at, false // nothing left to start beside it
+	}
+	for i, st := range r.state {
+		if st != fetchInFlight || r.late[i] < 0 {
+			continue
+		}
+		if t, late := r.lateAt(i); late && (!ok || t.Before(at)) {
+			at, ok = t, true
+		}
+	}
+	return at, ok
+}
+
+// markLate counts the reads late at now and returns how many the Hedger
+// lets have a read beside them.
+func (r *fetchRun) markLate(now time.Time) int {
+	n := 0
+	for i, st := range r.state {
+		if st != fetchInFlight || r.late[i] < 0 {
+			continue
+		}
+		if t, late := r.lateAt(i); !late || now.Before(t) {
+			continue
+		}
+		r.late[i]++
+		if n < len(r.f.Sources)-r.next && r.f.Hedge.Hedge() {
+			r.late[i] = -1
+			n++
+		}
+	}
+	return n
 }
 
 // loc returns the source a running or finished read of fragment i used.
@@ -159,7 +242,10 @@ func (r *fetchRun) start(ctx context.Context, n int) {
 			continue
 		}
 		n--
-		r.state[i] = fetchInFlight
+		r.state[i], r.started[i], r.late[i] = fetchInFlight, time.Now(), 0
+		if r.f.Hedge != nil {
+			r.bound[i] = r.f.Hedge.Bound(src.Drive)
+		}
 		r.inflight++
 		var buf []byte
 		if r.f.Bufs != nil {

@@ -21,7 +21,8 @@ type fixedHedge struct {
 	seen  chan placement.DriveID
 }
 
-func (h *fixedHedge) Bound() time.Duration { return h.bound }
+func (h *fixedHedge) Bound(placement.DriveID) time.Duration { return h.bound }
+func (h *fixedHedge) Hedge() bool                           { return true }
 func (h *fixedHedge) Observe(id placement.DriveID, _ time.Duration) {
 	select {
 	case h.seen <- id:

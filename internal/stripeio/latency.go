@@ -21,6 +21,15 @@ const (
 	// sent one read this often, so that its estimate follows it when it
 	// recovers (that read is hedged like any other).
 	slowRetry = time.Second
+	// hedgeShare and hedgeBurst: hedged reads are at most one per
+	// hedgeShare reads observed, with hedgeBurst at hand at first (the
+	// budget never holds more), so that a client whose reads are all
+	// slow together (links or drives busy, where each hedge is a
+	// fragment more of the load) fetches at most that share more than it
+	// needs, while a drive that turns slow or stops answering gets its
+	// first late reads hedged at once, and Avoid leaves it out from then on.
+	hedgeShare = 64
+	hedgeBurst = 2
 )
 
 // Latencies estimates how long each drive takes to return a fragment to
@@ -35,14 +44,17 @@ const (
 //	hedging bound = max(floor, factor × median high latency)
 //	slow          = own smoothed latency > max(floor, factor × median smoothed latency)
 //
-// A fetch still running after the bound is late; a slow drive is not read
-// at all while parity can stand in for it (but once per slowRetry, to see
-// whether it recovered). It is safe for concurrent use.
+// A fetch still running after the bound is late (see Fetch.Get); a slow
+// drive is not read at all while parity can stand in for it (but once per
+// slowRetry, to see whether it recovered). Hedged reads are budgeted: at
+// most one per hedgeShare reads observed, hedgeBurst at most at once
+// (Hedge). It is safe for concurrent use.
 type Latencies struct {
 	floor  time.Duration
 	factor float64
 	mu     struct {
 		sync.Mutex
+		hedges float64 // hedged reads the budget allows now
 		drives map[placement.DriveID]*driveLatency
 		bound  time.Duration // cached; recomputed every boundEvery samples
 		slow   time.Duration // likewise: a smoothed latency above it is slow
@@ -65,7 +77,21 @@ func NewLatencies(floor time.Duration, factor float64) *Latencies {
 	l := &Latencies{floor: floor, factor: factor}
 	l.mu.drives = map[placement.DriveID]*driveLatency{}
 	l.mu.since = boundEvery // compute on first use
+	l.mu.hedges = hedgeBurst
 	return l
+}
+
+// Hedge reports whether the budget allows a hedged read now, and takes it
+// from the budget if so. Every read observed adds 1/hedgeShare of one, up
+// to hedgeBurst.
+func (l *Latencies) Hedge() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.hedges < 1 {
+		return false
+	}
+	l.mu.hedges--
+	return true
 }
 
 // Observe records that a fragment read of drive id took d (or was given up
@@ -91,13 +117,24 @@ func (l *Latencies) Observe(id placement.DriveID, d time.Duration) {
 	}
 	e.n++
 	l.mu.since++
+	l.mu.hedges = min(hedgeBurst, l.mu.hedges+1.0/hedgeShare)
 }
 
-// Bound returns the time after which a fetch is late.
-func (l *Latencies) Bound() time.Duration {
+// Bound returns the time after which a read of drive id is late: the
+// hedging bound, or, for a drive with an estimate that is not slow,
+// factor × its own high latency if that is longer. A drive's reads that
+// queue behind others (its server's link is busy) take longer than the
+// median drive's without being late, while a drive that turns slow is
+// judged by its own past until it is slow, and then, until Avoid leaves it
+// out, by the bound.
+func (l *Latencies) Bound(id placement.DriveID) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.boundLocked()
+	b := l.boundLocked()
+	if e := l.mu.drives[id]; e != nil && e.n >= latencyMinSamples && e.srtt <= l.mu.slow {
+		b = max(b, time.Duration(l.factor*float64(e.srtt+2*e.dev)))
+	}
+	return b
 }
 
 func (l *Latencies) boundLocked() time.Duration {

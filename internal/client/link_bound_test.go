@@ -1,0 +1,116 @@
+package client_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
+)
+
+// linkDrives are the drives of inner, each behind a link of its own that
+// carries rate bytes per second, first come first served: a fragment read
+// is answered once the link has carried it and every read queued before
+// it, as a storage server whose network link, not its drives, bounds it
+// answers. A read given up while queued still takes its turn on the link
+// (a server has mostly sent a fragment before it learns that the client
+// gave up on it), and sent counts every byte read, given up or not.
+type linkDrives struct {
+	inner client.Drives
+	rate  float64
+	sent  atomic.Int64
+	mu    struct {
+		sync.Mutex
+		free map[placement.DriveID]time.Time // when each link has carried its queue
+	}
+}
+
+func newLinkDrives(inner client.Drives, bytesPerSec float64) *linkDrives {
+	l := &linkDrives{inner: inner, rate: bytesPerSec}
+	l.mu.free = map[placement.DriveID]time.Time{}
+	return l
+}
+
+func (l *linkDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := l.inner.Drive(m, id)
+	if err != nil {
+		return nil, err
+	}
+	return &linkDrive{Drive: d, l: l, id: id}, nil
+}
+
+// linkDrive is one drive of linkDrives.
+type linkDrive struct {
+	chunkstore.Drive
+	l  *linkDrives
+	id placement.DriveID
+}
+
+func (d *linkDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	b, err := d.Drive.ReadFragment(ctx, key, off, n, dst)
+	if err != nil {
+		return nil, err
+	}
+	d.l.sent.Add(int64(len(b)))
+	d.l.mu.Lock()
+	done := time.Now()
+	if free := d.l.mu.free[d.id]; free.After(done) {
+		done = free
+	}
+	done = done.Add(time.Duration(float64(len(b)) / d.l.rate * float64(time.Second)))
+	d.l.mu.free[d.id] = done
+	d.l.mu.Unlock()
+	t := time.NewTimer(time.Until(done))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestLinkBoundReadFetchesWhatItReturns: a sequential read (readahead and
+// hedging at their defaults) of a file over drives whose links bound it,
+// healthy and evenly loaded, reads from the drives little more than the
+// data fragments of the stripes it returns: every fragment's read waits
+// behind the others queued on its link, so all are slow together and
+// none is late next to its siblings. Before, the reads of the first
+// stripes outlasted the bound of a client without latency estimates (100
+// ms) and each got a parity read beside it, and later ones whenever the
+// queues outgrew the estimates: each such read took a link's time from
+// the reads that were needed, a fragment at a time.
+func TestLinkBoundReadFetchesWhatItReturns(t *testing.T) {
+	conn := start(t)
+	const (
+		stripe  = testK * testUnit
+		stripes = 32
+		rate    = 1 << 20 // per drive: a 64 KiB fragment in 64 ms
+	)
+	w, want := written(t, conn, "f", stripes*stripe)
+	links := newLinkDrives(conn.Drives, rate)
+	c := client.New(conn.Meta, conn.Maps, links, client.Options{})
+	f, err := c.Open(context.Background(), w.Attr().Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := readSeq(f, 0, int64(len(want)), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := firstDiff(got, want); i >= 0 {
+		t.Fatalf("read back differs at byte %d", i)
+	}
+	// The data fragments of every stripe, and one fragment in 32 more.
+	need := int64(stripes * testK * erasure.FragmentSize(testUnit))
+	if sent := links.sent.Load(); sent > need+need/32 {
+		t.Fatalf("the drives sent %d bytes for %d bytes of data fragments: %.3f×", sent, need, float64(sent)/float64(need))
+	}
+}
