@@ -60,6 +60,9 @@ type cacheEntry struct {
 	// reference is dropped: a read-ahead stripe gives back its share of
 	// the client's budget.
 	release func()
+	// cancel, if set (before the entry is shared), gives up its fill
+	// (stripeCache.clear).
+	cancel func()
 }
 
 func newCacheEntry(gen uint64, refs int32) *cacheEntry {
@@ -267,8 +270,16 @@ func (c *stripeCache) drop(s uint64) {
 	}
 }
 
+// clear drops every entry, and gives up the fills of those that only the
+// cache and their filler hold (read ahead, no read waiting): when the
+// File is closed, what is still being read ahead would never be read.
+// Over a busy link, the stripes a reader had in flight past the end of
+// its part of a shared file were otherwise all fetched for nothing.
 func (c *stripeCache) clear() {
 	for _, e := range c.entries {
+		if e.cancel != nil && e.refs.Load() == 2 {
+			e.cancel()
+		}
 		e.unref()
 	}
 	c.entries = map[uint64]*cacheEntry{}

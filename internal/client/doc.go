@@ -69,7 +69,8 @@
 // own position, count and read-ahead window, and a read that continues
 // none starts a stream in place of the least recently used. A stream's
 // read-ahead stops where another stream started beyond it (the next
-// reader's part of a segmented file). The cache
+// reader's part of a segmented file); closing the File gives up the
+// stripes still being read ahead that no read waits for. The cache
 // holds a window for each established stream that read recently (up to
 // Options.ReadAheadTotal), and evicts stripes read through before stripes
 // read ahead and not yet read, those before stripes read in part (the

@@ -248,9 +248,14 @@ func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error)
 // buffers are let go. taken says a read is waiting for it (not readahead).
 func (f *File) fillLocked(rec meta.StripeRec, release func(), taken bool) *cacheEntry {
 	e := f.mu.cache.start(rec.Stripe, rec.Gen, taken, f.mu.streams.busy(f.stripeBytes()))
-	e.release = release
+	ctx, cancel := context.WithCancel(context.Background())
+	e.release, e.cancel = release, cancel
 	f.wholeReads.Add(1)
-	go f.c.fillEntry(context.Background(), e, rec, f.mu.attr.Layout, f.mu.attr.Ino, f.name)
+	lay, ino, name := f.mu.attr.Layout, f.mu.attr.Ino, f.name
+	go func() {
+		defer cancel()
+		f.c.fillEntry(ctx, e, rec, lay, ino, name)
+	}()
 	return e
 }
 

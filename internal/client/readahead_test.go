@@ -140,3 +140,59 @@ func TestReadAheadInFlight(t *testing.T) {
 		t.Errorf("%d stripes started while the drives held every read; want at most %d (StripesInFlight)", started, inFlight)
 	}
 }
+
+// TestCloseGivesUpReadAhead: closing a File gives up the stripes it is
+// still reading ahead that no read waits for (a reader that stops at the
+// end of its part of a shared file closes it: those stripes would never
+// be read, and over a busy link their fragments take the link's time from
+// reads that are needed). Here the drives hold every read once the window
+// is full; reads of cached stripes start read-ahead of more, which is
+// given up, and its stripes come back, when the File is closed.
+func TestCloseGivesUpReadAhead(t *testing.T) {
+	const (
+		stripe   = 4 * 64 << 10
+		ahead    = 8
+		inFlight = 4
+	)
+	conn := startWith(t, client.Options{ReadAhead: ahead, ReadAheadTotal: 4 * ahead, StripesInFlight: inFlight})
+	ctx := context.Background()
+	w, data := written(t, conn, "f", 32*stripe)
+	f := reopen(t, conn, w)
+	got := make([]byte, stripe)
+	read := func(s int) {
+		t.Helper()
+		if k, err := f.ReadAt(ctx, got, int64(s*stripe)); err != nil || k != stripe || !bytes.Equal(got, data[s*stripe:(s+1)*stripe]) {
+			t.Fatalf("stripe %d: %d bytes, %v", s, k, err)
+		}
+	}
+	const warm = 4
+	for s := range warm {
+		read(s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	before, _ := f.ReadCounts()
+	for ; before < warm+ahead && time.Now().Before(deadline); before, _ = f.ReadCounts() {
+		read(warm - 1)
+		time.Sleep(time.Millisecond)
+	}
+	if before < warm+ahead {
+		t.Fatalf("%d stripes read after %d: the window did not fill", before, warm)
+	}
+	for _, d := range conn.Drives {
+		defer d.Hold(drivetest.OpRead)()
+	}
+	for s := warm; s < warm+ahead/2; s++ {
+		read(s) // cached: each may start read-ahead of one more, held
+	}
+	if after, _ := f.ReadCounts(); after == before {
+		t.Fatal("no read-ahead started while the drives held reads: the test proves nothing")
+	}
+	f.Close()
+	deadline = time.Now().Add(10 * time.Second)
+	for conn.Client.ReadAheadHeld() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if h := conn.Client.ReadAheadHeld(); h != 0 {
+		t.Fatalf("%d read-ahead stripes still being read after the File was closed", h)
+	}
+}
