@@ -80,6 +80,30 @@ func BenchmarkCallSmall(b *testing.B) {
 	}
 }
 
+// BenchmarkCallSmallCertificates is BenchmarkCallSmall between a server
+// and a client that prove certificates and check each other's again
+// before every call (expiry and a revocation list of 1000 names,
+// recheck.go).
+func BenchmarkCallSmallCertificates(b *testing.B) {
+	ca := newTestCA(b)
+	later := time.Now().Add(time.Hour)
+	revoked := map[string]bool{}
+	for i := range 1000 {
+		revoked[fmt.Sprintf("node%d", i)] = true
+	}
+	trust := func(roles ...identity.Role) *identity.Trust {
+		return &identity.Trust{CA: ca.ca.Public(), Roles: roles, Revoked: func(c *identity.Cert) bool { return revoked[c.Name] }}
+	}
+	_, addr := startServer(b, ServerOptions{Identity: identity.NewCurrent(ca.issue("srv", identity.RoleServer, later)), Peers: trust()}, func(s *Server) {
+		s.Handle("bench.Null", func(ctx context.Context, req *Request) (*Response, error) { return nil, nil })
+	})
+	c := dialTest(b, addr, ClientOptions{Identity: identity.NewCurrent(ca.issue("cli", identity.RoleClient, later)), Peers: trust(identity.RoleServer)})
+	b.ReportAllocs()
+	runClients(b, 1, func([]byte) error {
+		return c.Call(context.Background(), "bench.Null", nil, nil, nil)
+	}, 0)
+}
+
 func benchUpload(b *testing.B, size int) {
 	addr := benchServer(b, nil)
 	body := make([]byte, size)
