@@ -19,8 +19,9 @@
 # writes per server), POOLFS_SCALING_MODEL (ssd), POOLFS_SCALING_SCALE
 # (0.005), POOLFS_SCALING_CASES (fpp,shared: the IOR cases to run; the
 # table shows 0 for the others), POOLFS_SCALING_META (1; 0 skips the
-# metadata points). Needs root, ip, tc, nsenter and PostgreSQL (scripts/deps.sh
-# test). Bounded: each point writes 4 × SERVERS × MB MiB twice; the whole
+# metadata points), POOLFS_SCALING_META_POINTS (1x1,2x2,4x4,4x1: the
+# metadata points to run, client hosts x metadata servers). Needs root,
+# ip, tc, nsenter and PostgreSQL (scripts/deps.sh test). Bounded: each point writes 4 × SERVERS × MB MiB twice; the whole
 # run is stopped after 20 minutes. Interrupted or not, it leaves no
 # namespace, process or memory-backed drive behind.
 set -euo pipefail

@@ -33,6 +33,7 @@ type scalingConfig struct {
 	Scheme     string   // pool scheme
 	Unit       string   // stripe unit
 	Cases      []string // IOR cases to run (scalingCases names)
+	MetaPoints [][2]int // metadata points: (client hosts, metadata servers), each 1 to 4
 	Out        string   // directory of the results
 }
 
@@ -40,8 +41,9 @@ func scalingFromEnv(t *testing.T) scalingConfig {
 	t.Helper()
 	c := scalingConfig{Servers: []int{1, 2, 4, 6}, ServerMbit: 32, ClientMbit: 256, Clients: 2, TasksPer: 2,
 		DrivesPer: 4, Model: "ssd", Scale: 0.005, PerServer: 16 << 20, Scheme: "2+1", Unit: "256K",
-		Cases: []string{"fpp", "shared"},
-		Out:   filepath.Join("..", "..", "bench", "out", "scaling")}
+		Cases:      []string{"fpp", "shared"},
+		MetaPoints: [][2]int{{1, 1}, {2, 2}, {4, 4}, {4, 1}},
+		Out:        filepath.Join("..", "..", "bench", "out", "scaling")}
 	env := func(name string, set func(string) error) {
 		if v := os.Getenv("POOLFS_SCALING_" + name); v != "" {
 			if err := set(v); err != nil {
@@ -65,6 +67,7 @@ func scalingFromEnv(t *testing.T) scalingConfig {
 		}
 		return nil
 	})
+	env("META_POINTS", func(v string) (err error) { c.MetaPoints, err = parseMetaPoints(v); return })
 	for _, n := range c.Servers {
 		if n < 1 || n > 12 {
 			t.Fatalf("POOLFS_SCALING_SERVERS: %d servers: want 1 to 12", n)

@@ -113,7 +113,7 @@ func TestScalingMetaBench(t *testing.T) {
 		return v
 	}
 	var points []metaPoint
-	for _, pt := range [][2]int{{1, 1}, {2, 2}, {4, 4}, {4, 1}} {
+	for _, pt := range cfg.MetaPoints {
 		hosts, m := pt[0], pt[1]
 		var dirs []string
 		for i := range hosts {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // The metadata benchmark compares the create rate with pgbench's at the
@@ -83,4 +86,20 @@ func (p *metaPoint) summarize() {
 	if len(ratios) > 0 {
 		p.RatioMin, p.RatioMax = slices.Min(ratios), slices.Max(ratios)
 	}
+}
+
+// parseMetaPoints parses POOLFS_SCALING_META_POINTS: comma-separated
+// HOSTSxSERVERS pairs ("1x1,2x2"), each count 1 to 4.
+func parseMetaPoints(v string) ([][2]int, error) {
+	var pts [][2]int
+	for _, f := range strings.Split(v, ",") {
+		h, m, ok := strings.Cut(strings.TrimSpace(f), "x")
+		hosts, err1 := strconv.Atoi(h)
+		meta, err2 := strconv.Atoi(m)
+		if !ok || err1 != nil || err2 != nil || hosts < 1 || hosts > 4 || meta < 1 || meta > 4 {
+			return nil, fmt.Errorf("point %q: want HOSTSxSERVERS, each 1 to 4 (1x1,2x2)", f)
+		}
+		pts = append(pts, [2]int{hosts, meta})
+	}
+	return pts, nil
 }

@@ -34,3 +34,17 @@ func TestMetaPairs(t *testing.T) {
 		t.Errorf("median of 4 values = %g, want 2.5", m)
 	}
 }
+
+// TestParseMetaPoints checks POOLFS_SCALING_META_POINTS, which selects the
+// metadata points to run.
+func TestParseMetaPoints(t *testing.T) {
+	got, err := parseMetaPoints("1x1, 2x2,4x1")
+	if err != nil || len(got) != 3 || got[0] != [2]int{1, 1} || got[1] != [2]int{2, 2} || got[2] != [2]int{4, 1} {
+		t.Errorf("parseMetaPoints(1x1, 2x2,4x1) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "1", "1x", "x1", "0x1", "1x5", "5x1", "1x1,", "2*2"} {
+		if got, err := parseMetaPoints(bad); err == nil {
+			t.Errorf("parseMetaPoints(%q) = %v, want an error", bad, got)
+		}
+	}
+}
