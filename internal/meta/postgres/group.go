@@ -106,6 +106,14 @@ func (e *Engine) next() {
 			batch[0].done <- e.updateAlone(batch[0].ctx, batch[0].fn)
 			return
 		}
+		if errs, ok := e.speculate(batch); ok {
+			e.stats.groups.Add(1)
+			e.stats.updates.Add(uint64(len(batch)))
+			for i, r := range batch {
+				r.done <- errs[i]
+			}
+			return
+		}
 		errs, err := e.runGroup(batch)
 		for attempt := 1; errors.Is(err, meta.ErrRetry) && attempt < groupAttempts; attempt++ {
 			e.stats.retries.Add(1)
@@ -136,19 +144,8 @@ func (e *Engine) next() {
 // runGroup runs the functions of batch in one transaction. It returns
 // each function's error, or an error if the group did not commit.
 func (e *Engine) runGroup(batch []*request) ([]error, error) {
-	// The transaction lives while any of its callers waits.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var waiting atomic.Int64
-	waiting.Store(int64(len(batch)))
-	for _, r := range batch {
-		stop := context.AfterFunc(r.ctx, func() {
-			if waiting.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
-	}
+	ctx, stop := groupContext(batch)
+	defer stop()
 	errs := make([]error, len(batch))
 	first := firstReads(batch)
 	err := e.run(ctx, beginUpdate, true, func(tx meta.Tx) error {
@@ -183,6 +180,28 @@ func (e *Engine) runGroup(batch []*request) ([]error, error) {
 	e.stats.groups.Add(1)
 	e.stats.updates.Add(uint64(len(batch)))
 	return errs, nil
+}
+
+// groupContext returns the context of a transaction of the calls of
+// batch: it lives while any of its callers waits. stop releases it.
+func groupContext(batch []*request) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var waiting atomic.Int64
+	waiting.Store(int64(len(batch)))
+	stops := make([]func() bool, 0, len(batch))
+	for _, r := range batch {
+		stops = append(stops, context.AfterFunc(r.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel()
+	}
 }
 
 // mergeLayer moves the writes of the function that ran last into the

@@ -92,6 +92,9 @@ func (e *Engine) ReleaseLease(ctx context.Context, name, holder string) error {
 // ErrLeaseLost.
 func (e *Engine) LeaseFence(name, holder string, term uint64) meta.Fence {
 	return func(tx meta.Tx) error {
+		if s, ok := tx.(*specTx); ok {
+			return s.refuse() // the lease is read in the transaction
+		}
 		t, ok := tx.(*txn)
 		if !ok {
 			return fmt.Errorf("postgres: lease fence on a %T transaction", tx)

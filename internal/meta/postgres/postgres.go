@@ -67,6 +67,7 @@ type Engine struct {
 	sem   chan struct{} // one token per open connection allowed
 	stats counters      // stats.go
 	group groupQueue    // group commit (group.go)
+	known known         // values committed transactions read (speculate.go)
 	mu    struct {
 		sync.Mutex
 		idle   []*pgx.Conn // guarded by mu
@@ -186,6 +187,12 @@ func (e *Engine) Close() error {
 	return nil
 }
 
+// divisionByZero reports whether err is expectSQL's failed check.
+func divisionByZero(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
+
 // retryable reports whether err is a serialization failure or deadlock.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
@@ -195,6 +202,10 @@ func retryable(err error) bool {
 // updateAlone runs fn in a SERIALIZABLE transaction of its own,
 // retrying on conflicts.
 func (e *Engine) updateAlone(ctx context.Context, fn func(meta.Tx) error) error {
+	if errs, ok := e.speculate([]*request{{ctx: ctx, fn: fn}}); ok {
+		e.stats.updates.Add(1)
+		return errs[0]
+	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := e.run(ctx, beginUpdate, true, fn)

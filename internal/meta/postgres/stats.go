@@ -10,10 +10,15 @@ type Stats struct {
 	Updates    uint64 // Update calls that committed
 	Groups     uint64 // transactions that committed several Update calls
 	Retries    uint64 // Update attempts run again after a conflict
+	// OneTrip counts the transactions (of one call or a group) that
+	// committed in one round trip, their functions run from memory;
+	// Stale those whose check found a value changed (they then ran as
+	// usual). speculate.go.
+	OneTrip, Stale uint64
 }
 
 type counters struct {
-	roundTrips, statements, updates, groups, retries atomic.Uint64
+	roundTrips, statements, updates, groups, retries, oneTrip, stale atomic.Uint64
 }
 
 // Stats returns the engine's counters.
@@ -24,6 +29,8 @@ func (e *Engine) Stats() Stats {
 		Updates:    e.stats.updates.Load(),
 		Groups:     e.stats.groups.Load(),
 		Retries:    e.stats.retries.Load(),
+		OneTrip:    e.stats.oneTrip.Load(),
+		Stale:      e.stats.stale.Load(),
 	}
 }
 

@@ -43,6 +43,9 @@ func (e *Engine) run(ctx context.Context, begin string, write bool, fn func(meta
 	if err == nil {
 		err = t.flush(true)
 	}
+	if err == nil && write {
+		e.known.remember(t.read)
+	}
 	if err != nil {
 		if !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
 			rctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
@@ -84,7 +87,11 @@ type txn struct {
 	write   bool
 	failed  error             // first statement error (a conflict: ErrRetry); the tx must not commit
 	pending map[string][]byte // key -> value to write; nil: delete
-	read    map[string][]byte // key -> value prefetched; nil: absent
+	read    map[string][]byte // key -> value read (prefetched or got), as written since; nil: absent
+	// expect makes the transaction's first statement check that the
+	// keys of read hold those values (speculate.go): its functions ran
+	// from memory, and the transaction is one round trip.
+	expect bool
 	// layer holds the writes of the function running in a group
 	// transaction (group.go), nil outside one; layerSent is set when a
 	// flush sent them to the server (they can no longer be dropped).
@@ -148,6 +155,7 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
+		t.readAs(key, nil)
 		return nil, meta.ErrNoKey
 	}
 	if err != nil {
@@ -156,7 +164,18 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 	if v == nil {
 		v = []byte{}
 	}
-	return v, nil
+	t.readAs(key, v)
+	return append([]byte{}, v...), nil
+}
+
+// readAs records the value Get read of key (nil: absent): Get answers it
+// from memory next time, and the engine remembers it once the transaction
+// commits (speculate.go).
+func (t *txn) readAs(key, v []byte) {
+	if t.read == nil {
+		t.read = make(map[string][]byte)
+	}
+	t.read[string(key)] = v
 }
 
 var errReadOnly = errors.New("postgres: write in a View transaction")
@@ -210,6 +229,12 @@ func (t *txn) flush(commit bool) error {
 	if !t.begun {
 		b.Queue(t.begin)
 	}
+	expectAt := -1
+	if t.expect && !t.begun && len(t.read) > 0 {
+		ks, vs := expectArgs(t.read)
+		expectAt = b.Len()
+		b.Queue(expectSQL, ks, vs)
+	}
 	keys := make([]string, 0, len(t.pending))
 	for k := range t.pending {
 		keys = append(keys, k)
@@ -253,6 +278,9 @@ func (t *txn) flush(commit bool) error {
 		}
 		if err == nil && commit && i == b.Len()-1 && tag.String() != "COMMIT" {
 			err = errRolledBack
+		}
+		if err != nil && i == expectAt && divisionByZero(err) {
+			err = errStale
 		}
 		if err != nil {
 			br.Close()
