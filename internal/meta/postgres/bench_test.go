@@ -115,6 +115,8 @@ func BenchmarkCreateServers(b *testing.B) {
 			s := e.Stats()
 			st.RoundTrips += s.RoundTrips
 			st.Retries += s.Retries
+			st.OneTrip += s.OneTrip
+			st.Stale += s.Stale
 		}
 		return st
 	})
