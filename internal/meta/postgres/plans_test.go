@@ -20,7 +20,7 @@ func TestConnectionsPlanOnce(t *testing.T) {
 		sep = "&"
 	}
 	for _, c := range []struct {
-		name, dsn          string
+		name, dsn         string
 		planMode, seqscan string
 	}{
 		{"default", url, "force_generic_plan", "off"},
