@@ -106,9 +106,7 @@ func (e *Engine) next() {
 			batch[0].done <- e.updateAlone(batch[0].ctx, batch[0].fn)
 			return
 		}
-		if errs, ok := e.speculate(batch); ok {
-			e.stats.groups.Add(1)
-			e.stats.updates.Add(uint64(len(batch)))
+		if errs, settled := e.speculate(batch); settled {
 			for i, r := range batch {
 				r.done <- errs[i]
 			}

@@ -227,8 +227,7 @@ func retryable(err error) bool {
 // updateAlone runs fn in a SERIALIZABLE transaction of its own,
 // retrying on conflicts.
 func (e *Engine) updateAlone(ctx context.Context, fn func(meta.Tx) error) error {
-	if errs, ok := e.speculate([]*request{{ctx: ctx, fn: fn}}); ok {
-		e.stats.updates.Add(1)
+	if errs, settled := e.speculate([]*request{{ctx: ctx, fn: fn}}); settled {
 		return errs[0]
 	}
 	backoff := time.Millisecond

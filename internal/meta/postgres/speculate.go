@@ -21,11 +21,14 @@ import (
 // from the server: SERIALIZABLE holds as for any transaction. If a value
 // differs (another metadata server changed it, or a guess was wrong), the
 // check fails, nothing is written, the assumed keys are forgotten and
-// the calls run as before (reads with BEGIN, writes with COMMIT). A
-// function that scans, or a guess its calls do not put, also runs as
-// before, at no extra cost. A function run on a specTx takes inode numbers
-// for real (a number taken by an attempt that fails is never used), which
-// the Engine contract allows, as a retry does.
+// the calls run as before (reads with BEGIN, writes with COMMIT). Calls
+// whose functions scan, check a lease or fail (an error is decided on the
+// server's values, never on memory's), or guess a key they do not put,
+// also run as before, at no extra cost. A function run on a specTx takes
+// inode numbers for real (a number taken by an attempt that fails is
+// never used), which the Engine contract allows, as a retry does.
+// Only Update transactions, one at a time (group.go), read and change
+// known; Views never do.
 
 // expectSQL fails (division by zero, errStale) unless every key of $1
 // holds the value at the same index of $2 (NULL: the key is absent). A
@@ -152,11 +155,14 @@ func (s *specTx) refuse() error {
 }
 
 // speculate runs the functions of batch from memory and, if they can run
-// there, commits their writes in one round trip. ok reports whether it
-// committed; errs then holds each function's error. If not, nothing was
-// written and the calls run as usual (a function may have run once more,
-// as after a conflict).
-func (e *Engine) speculate(batch []*request) (errs []error, ok bool) {
+// there, commits their writes in one round trip. settled reports whether
+// the calls are done; errs then holds each one's outcome: its function's
+// error, or the transaction's if it failed other than by a changed value
+// or a conflict (as a COMMIT on a dropped connection, it may have
+// committed: running the calls again could take a name twice). If not
+// settled, nothing was written and the calls run as usual (a function may
+// have run once more, as after a conflict).
+func (e *Engine) speculate(batch []*request) (errs []error, settled bool) {
 	s := &specTx{known: &e.known, assumed: map[string][]byte{}, guessed: map[string]bool{}, pending: map[string][]byte{}}
 	errs = make([]error, len(batch))
 	for i, r := range batch {
@@ -192,12 +198,25 @@ func (e *Engine) speculate(batch []*request) (errs []error, ok bool) {
 	switch {
 	case err == nil:
 		e.stats.oneTrip.Add(1)
+		if len(batch) > 1 {
+			e.stats.groups.Add(1)
+		}
+		e.stats.updates.Add(uint64(len(batch)))
 		return errs, true
 	case errors.Is(err, errStale):
 		e.stats.stale.Add(1)
 		e.known.forget(s.assumed)
+		return nil, false
+	case errors.Is(err, meta.ErrRetry):
+		e.stats.retries.Add(1)
+		return nil, false
 	}
-	return nil, false
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	return errs, true
 }
 
 // expectArgs returns the keys and values of read in key order: the
