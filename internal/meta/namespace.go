@@ -65,10 +65,25 @@ func (s *Store) Lookup(ctx context.Context, parent Ino, name string) (Attr, erro
 		return err
 	})
 	if err != nil {
-		return Attr{}, fmt.Errorf("lookup %q in %d: %w", name, parent, err)
+		return Attr{}, &lookupError{name: name, parent: parent, err: err}
 	}
 	return a, nil
 }
+
+// lookupError is Lookup's error, formatted only when printed: the lookup
+// of a name that does not exist, which every create makes first, is
+// common and its message rarely read.
+type lookupError struct {
+	name   string
+	parent Ino
+	err    error
+}
+
+func (e *lookupError) Error() string {
+	return fmt.Sprintf("lookup %q in %d: %v", e.name, e.parent, e.err)
+}
+
+func (e *lookupError) Unwrap() error { return e.err }
 
 // Parent returns the parent directory of directory ino (RootIno for the
 // root), for "..". Returns ErrNotDir for other inodes.

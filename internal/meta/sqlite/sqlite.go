@@ -378,7 +378,11 @@ func (e *Engine) lead(once bool) {
 			go e.lead(false)
 			return
 		}
-		if due {
+		// A caller that leads runs its own request first and leaves a
+		// due commit to a goroutine of its own (below): with writes
+		// behind (linger.go) a commit runs the transaction's statements,
+		// which the caller (a FUSE request) would otherwise wait for.
+		if due && !(once && !ran) {
 			q.flush = false
 			q.Unlock()
 			e.commitLinger() //nolint:errcheck // it fails the engine
