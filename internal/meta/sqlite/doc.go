@@ -19,10 +19,14 @@
 //
 // Lingering transactions (Options.Linger, linger.go) go further for a
 // Deferred engine: the transaction stays open for later Updates, which
-// return once their savepoint is released and the cache holds their
-// writes; it commits after Linger, at Sync and at Close. A View that
-// misses the cache while such writes are uncommitted runs on the write
-// connection inside the open transaction, so every View sees every
+// return once the cache holds their writes; it commits after Linger, at
+// Sync and at Close. Their writes run in SQLite behind them ("Writes
+// behind" in linger.go): at commit, on a goroutine other than the
+// Update's, and before any Scan; a Get reads them from memory first. A
+// key written by many Updates of one transaction is stored once, and an
+// Update that scans nothing runs no statement and no savepoint. A View
+// that misses the cache while such writes are uncommitted runs on the
+// write connection inside the open transaction, so every View sees every
 // Update that returned before it began.
 //
 // Reads (View) run on a pool of read-only connections, each in its own
