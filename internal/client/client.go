@@ -150,9 +150,10 @@ type Options struct {
 	// or missing and rewrote on drive id (read repair), so that the
 	// repairs are counted where operators look (mgmt.RepairBatcher).
 	OnRepair func(id placement.DriveID)
-	// UnreachableAfter is how long a drive may make no progress on a
-	// fragment write pending to it before the client takes its server
-	// for unreachable from here, places the stripe again around it and
+	// UnreachableAfter is how long a server may make no progress on the
+	// fragment writes pending to its drives (none completes) before the
+	// client takes it for unreachable from here, places the stripe again
+	// around it and
 	// avoids the server for AvoidFor (unreachable.go; defaults
 	// DefaultUnreachableAfter and DefaultAvoidFor).
 	UnreachableAfter time.Duration

@@ -21,9 +21,9 @@
 // only until the map says it is down (write_watch.go: the map is checked
 // every half MapMaxAge while a stripe's writes run); then the stripe is
 // placed again the same way, so the write succeeds. A drive the map keeps
-// up but that makes no progress for this client for
-// Options.UnreachableAfter (a one-way partition between this client and
-// its server) is treated the same way from here only (unreachable.go):
+// up whose server makes no progress (on any of its drives) for this client
+// for Options.UnreachableAfter (a one-way partition between this client
+// and that server) is treated the same way from here only (unreachable.go):
 // the stripe is placed again around its server, which the client then
 // avoids for writes, reads and syncs for Options.AvoidFor and reports
 // (Options.OnUnreachable); the map changes only if the management

@@ -102,7 +102,7 @@ func (c *Client) placeAndWrite(ctx context.Context, lay meta.Layout, ino meta.In
 		targets[i], frags[i] = stripeio.Loc{Index: i, Drive: d}, b.frag(i, s)
 	}
 	wctx, stop := c.watchTargets(wctx, m, rec.Drives) // write_watch.go
-	errs := stripeio.WriteFragments(wctx, c.progressDrives(stripeio.OnMap(c.drives, m)), st, targets, frags)
+	errs := stripeio.WriteFragments(wctx, c.progressDrives(m, stripeio.OnMap(c.drives, m)), st, targets, frags)
 	gone := targetDown(wctx)
 	stop()
 	for i, err := range errs {

@@ -18,10 +18,16 @@ import (
 // the management service still reaches it (so it stays up in the map).
 // Nothing refuses or resets the connection, so a fragment write to such
 // a server would wait for ever. The client tells one apart by progress:
-// a drive with a fragment write pending on which no write has completed
-// for Options.UnreachableAfter is unreachable, and so is one whose write
-// failed as unreachable (rpc.ErrUnavailable: a dial or handshake that
-// timed out) while the map keeps it up. Then:
+// a server with a fragment write pending to which no write (to any of
+// its drives) has completed for Options.UnreachableAfter is unreachable,
+// and so is one whose write failed as unreachable (rpc.ErrUnavailable: a
+// dial or handshake that timed out) while the map keeps it up. Progress
+// is the server's, not each drive's: over a busy link the writes to one
+// drive can all wait for many seconds behind the others (each client
+// keeps several in flight per drive, each on a connection of its own)
+// while its server takes bytes at its link's rate; taking that for a
+// partition avoided a healthy server for AvoidFor, and its stripes went
+// to other servers (read unevenly, and moved back by a rebalance). Then:
 //
 //   - the stripe write that waits for it is given up (write_watch.go) and
 //     placed again on a view of the map in which every drive of that
@@ -41,19 +47,19 @@ const (
 	DefaultAvoidFor         = 30 * time.Second
 )
 
-// unreachables is the client's record of write progress per drive and of
-// the servers it avoids.
+// unreachables is the client's record of write progress per server (by
+// avoidKey) and of the servers it avoids.
 type unreachables struct {
 	mu struct {
 		sync.Mutex
-		drives  map[placement.DriveID]*driveProgress
+		servers map[string]*driveProgress
 		avoid   map[string]time.Time // server id → avoided until
 		version uint64               // bumped when avoid changes
 	}
 }
 
-// driveProgress is a drive's fragment writes: how many are pending and
-// when the drive last made progress (a write completed, or one was sent
+// driveProgress is a server's fragment writes: how many are pending and
+// when the server last made progress (a write completed, or one was sent
 // while none was pending).
 type driveProgress struct {
 	pending int
@@ -62,19 +68,19 @@ type driveProgress struct {
 
 func newUnreachables() *unreachables {
 	u := &unreachables{}
-	u.mu.drives = map[placement.DriveID]*driveProgress{}
+	u.mu.servers = map[string]*driveProgress{}
 	u.mu.avoid = map[string]time.Time{}
 	return u
 }
 
-// started notes a fragment write to id being sent.
-func (u *unreachables) started(id placement.DriveID, now time.Time) {
+// started notes a fragment write to server being sent.
+func (u *unreachables) started(server string, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	p := u.mu.drives[id]
+	p := u.mu.servers[server]
 	if p == nil {
 		p = &driveProgress{}
-		u.mu.drives[id] = p
+		u.mu.servers[server] = p
 	}
 	if p.pending == 0 {
 		p.since = now
@@ -82,32 +88,41 @@ func (u *unreachables) started(id placement.DriveID, now time.Time) {
 	p.pending++
 }
 
-// done notes a fragment write to id having ended; ok: the drive answered
-// (with success or an error of its own).
-func (u *unreachables) done(id placement.DriveID, ok bool, now time.Time) {
+// done notes a fragment write to server having ended; ok: the drive
+// answered (with success or an error of its own).
+func (u *unreachables) done(server string, ok bool, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	p := u.mu.drives[id]
+	p := u.mu.servers[server]
 	p.pending--
 	if ok {
 		p.since = now
 	}
 	if p.pending == 0 {
-		delete(u.mu.drives, id)
+		delete(u.mu.servers, server)
 	}
 }
 
-// stuck returns the first of ids with a write pending and no progress for
-// after.
-func (u *unreachables) stuck(ids []uint32, after time.Duration, now time.Time) (placement.DriveID, bool) {
+// stuck returns the first of ids (drives of m) whose server has a write
+// pending and made no progress for after.
+func (u *unreachables) stuck(m *clustermap.Map, ids []uint32, after time.Duration, now time.Time) (placement.DriveID, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, id := range ids {
-		if p := u.mu.drives[placement.DriveID(id)]; p != nil && p.pending > 0 && now.Sub(p.since) >= after {
+		if p := u.mu.servers[progressKey(m, placement.DriveID(id))]; p != nil && p.pending > 0 && now.Sub(p.since) >= after {
 			return placement.DriveID(id), true
 		}
 	}
 	return 0, false
+}
+
+// progressKey is what write progress is counted under for drive id of
+// m: its server (avoidKey), or the drive alone if m does not know it.
+func progressKey(m *clustermap.Map, id placement.DriveID) string {
+	if d, err := m.Drive(id); err == nil {
+		return avoidKey(d)
+	}
+	return "drive " + id.String()
 }
 
 // avoidServer avoids server until until.
@@ -225,29 +240,29 @@ type avoidPG struct {
 	pm      *placement.PGMap
 }
 
-// progressDrives wraps at so that every fragment write is counted in the
-// client's progress per drive.
-func (c *Client) progressDrives(at stripeio.Drives) stripeio.Drives {
+// progressDrives wraps at (drives of m) so that every fragment write is
+// counted in the client's progress per server.
+func (c *Client) progressDrives(m *clustermap.Map, at stripeio.Drives) stripeio.Drives {
 	return func(id placement.DriveID) (stripeio.Drive, error) {
 		d, err := at(id)
 		if err != nil {
 			return nil, err
 		}
-		return &progressDrive{Drive: d, id: id, u: c.unreach}, nil
+		return &progressDrive{Drive: d, server: progressKey(m, id), u: c.unreach}, nil
 	}
 }
 
-// progressDrive counts its fragment writes in u.
+// progressDrive counts its fragment writes in u, under its server.
 type progressDrive struct {
 	stripeio.Drive
-	id placement.DriveID
-	u  *unreachables
+	server string
+	u      *unreachables
 }
 
 func (d *progressDrive) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {
-	d.u.started(d.id, time.Now())
+	d.u.started(d.server, time.Now())
 	err := d.Drive.WriteFragment(ctx, key, frag)
-	d.u.done(d.id, ctx.Err() == nil, time.Now())
+	d.u.done(d.server, ctx.Err() == nil, time.Now())
 	return err
 }
 

@@ -23,9 +23,9 @@ var errTargetDown = fmt.Errorf("%w: a drive of the stripe is no longer up", clus
 // half MapMaxAge, the client's map is consulted (fetched again once it is
 // MapMaxAge old); once it says one of the drives is not up (the management
 // service marked it down or failed), the context is cancelled with a cause
-// that is errTargetDown. So is it once one of the drives made no progress
-// for Options.UnreachableAfter (unreachable.go): the cause is then
-// errUnreachable, and the drive's server is avoided and reported. A write
+// that is errTargetDown. So is it once the server of one of the drives
+// made no progress for Options.UnreachableAfter (unreachable.go): the
+// cause is then errUnreachable, and that server is avoided and reported. A write
 // that ends before the first check costs one timer.
 func (c *Client) watchTargets(ctx context.Context, wm *clustermap.Map, drives []uint32) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -35,7 +35,7 @@ func (c *Client) watchTargets(ctx context.Context, wm *clustermap.Map, drives []
 		if wctx.Err() != nil {
 			return
 		}
-		if id, ok := c.unreach.stuck(drives, c.opts.UnreachableAfter, time.Now()); ok {
+		if id, ok := c.unreach.stuck(wm, drives, c.opts.UnreachableAfter, time.Now()); ok {
 			c.unreachable(wm, id, true)
 			cancel(fmt.Errorf("%w: drive %v made no progress for %v", errUnreachable, id, c.opts.UnreachableAfter))
 			return
