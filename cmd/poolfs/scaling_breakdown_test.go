@@ -17,15 +17,24 @@ type breakdown struct {
 	Rate           []float64 // per server, MiB/s from its 2% to its 98%
 	Stalled        float64   // seconds the sampler itself did not run (the machine ran other work)
 	CPU            float64   // the machine's busy share over the phase
+	// Moved is the MiB the tasks wrote or read (set by the caller): the
+	// servers' bytes over it is what a byte moved costs on their links
+	// (a 2+1 write 1.5 and headers; a read 1, and more if it fetches
+	// beyond what it returns).
+	Moved float64
 }
 
 func (b breakdown) String() string {
 	if len(b.MiB) == 0 {
 		return fmt.Sprintf("%.2f s (no trace)", b.Seconds)
 	}
-	return fmt.Sprintf("%.2f s = start-up %.2f + streaming %.2f + tail %.2f; per server %.1f–%.1f MiB at %.2f–%.2f MiB/s; sampler stalled %.2f s; CPU %.0f%% busy",
+	total := 0.0
+	for _, m := range b.MiB {
+		total += m
+	}
+	return fmt.Sprintf("%.2f s = start-up %.2f + streaming %.2f + tail %.2f; per server %.1f–%.1f MiB at %.2f–%.2f MiB/s; all servers %.1f MiB for %.1f MiB moved (%.3f×); sampler stalled %.2f s; CPU %.0f%% busy",
 		b.Seconds, b.StartUp, b.Drain-b.StartUp, b.Seconds-b.Drain, slices.Min(b.MiB), slices.Max(b.MiB),
-		slices.Min(b.Rate), slices.Max(b.Rate), b.Stalled, 100*b.CPU)
+		slices.Min(b.Rate), slices.Max(b.Rate), total, b.Moved, total/max(b.Moved, 1e-9), b.Stalled, 100*b.CPU)
 }
 
 // phaseBreakdown breaks down the phase from t0 to t1 (trace seconds) of

@@ -208,8 +208,10 @@ func (l tracingLauncher) Run(ctx context.Context, n int, spec bench.TaskSpec) ([
 	l.tr.mark(l.name + " launch")
 	samples, err := l.Launcher.Run(ctx, n, spec)
 	phases := map[string][2]float64{}
+	moved := map[string]int64{}
 	var order []string
 	for _, s := range samples {
+		moved[s.Phase] += s.Bytes
 		t0, t1 := l.tr.since(time.Unix(0, s.Start)), l.tr.since(time.Unix(0, s.End))
 		l.tr.mark(fmt.Sprintf("%s %s rank %d start %.3f end %.3f", l.name, s.Phase, s.Rank, t0, t1))
 		p, ok := phases[s.Phase]
@@ -222,6 +224,7 @@ func (l tracingLauncher) Run(ctx context.Context, n int, spec bench.TaskSpec) ([
 	l.tr.counters()
 	for _, ph := range order {
 		b := phaseBreakdown(l.tr.rows(phases[ph][0], phases[ph][1]), phases[ph][0], phases[ph][1], ph == "write")
+		b.Moved = float64(moved[ph]) / (1 << 20)
 		l.logf("%s %s: %s", l.name, ph, b)
 	}
 	return samples, err
