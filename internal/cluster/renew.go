@@ -24,11 +24,14 @@ import (
 // time, between renewCheckMin and renewCheckMax apart, so the renewal
 // lands well before the expiry; it then presents the new certificate on
 // every new connection (identity.Current) and saves it to node.cert. A
-// node whose certificate expired while it was off enrols again at start
-// with the credential it joined with (EnsureIdentity).
+// node whose certificate expired (it was off, or the management service
+// could not renew it in time) enrols again with the credential it joined
+// with (EnsureIdentity): at start, and every renewExpiredEvery while it
+// runs.
 const (
-	renewCheckMin = 100 * time.Millisecond
-	renewCheckMax = time.Hour
+	renewCheckMin     = 100 * time.Millisecond
+	renewCheckMax     = time.Hour
+	renewExpiredEvery = 5 * time.Second
 )
 
 // renewDue reports whether c, held by a node at now, is in the last third
@@ -72,7 +75,11 @@ func keepRenewed(ctx context.Context, wg *sync.WaitGroup, dir string, cr creds, 
 		defer wg.Done()
 		var warned time.Time
 		for {
-			wait := min(max(time.Until(cr.id.Get().Cert.NotAfter)/10, renewCheckMin), renewCheckMax)
+			left := time.Until(cr.id.Get().Cert.NotAfter)
+			wait := min(max(left/10, renewCheckMin), renewCheckMax)
+			if left <= 0 {
+				wait = renewExpiredEvery
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -80,7 +87,12 @@ func keepRenewed(ctx context.Context, wg *sync.WaitGroup, dir string, cr creds, 
 				return
 			case <-t.C:
 			}
-			err := renewOnce(ctx, dir, cr, renew, log)
+			var err error
+			if time.Now().Before(cr.id.Get().Cert.NotAfter) {
+				err = renewOnce(ctx, dir, cr, renew, log)
+			} else {
+				err = enrolAgain(ctx, dir, cr, log)
+			}
 			if err != nil && ctx.Err() == nil && time.Since(warned) > time.Minute {
 				warned = time.Now()
 				log.Warn("renew this node's certificate", "cert", cr.id.Get().Cert.String(), "err", err)
@@ -105,6 +117,26 @@ func renewOnce(ctx context.Context, dir string, cr creds, renew func(context.Con
 	cr.id.Set(id)
 	log.Info("renewed this node's certificate", "cert", cert.String())
 	return id.Save(dir)
+}
+
+// enrolAgain gives the node of dir, whose certificate cr.id expired, a
+// new identity of the same name and role (EnsureIdentity enrols it, unless
+// another process of the node did already) and presents it from now on.
+func enrolAgain(ctx context.Context, dir string, cr creds, log *slog.Logger) error {
+	old := cr.id.Get().Cert
+	if err := EnsureIdentity(ctx, dir, old.Role, old.Name); err != nil {
+		return err
+	}
+	id, err := identity.Load(dir)
+	if err != nil {
+		return err
+	}
+	if !time.Now().Before(id.Cert.NotAfter) {
+		return fmt.Errorf("%s expired", id.Cert)
+	}
+	cr.id.Set(id)
+	log.Info("enrolled this node again, its certificate having expired", "cert", id.Cert.String())
+	return nil
 }
 
 // checkRenewed decodes raw, a renewal of old, and checks that the CA ca

@@ -139,3 +139,51 @@ func FuzzCheckRenewed(f *testing.F) {
 		}
 	})
 }
+
+// TestExpiredNodeEnrolsAgain: a machine whose certificate expired (it was
+// off through its renewal) enrols again under its name with the
+// credential it joined with: a storage server at its start, and a running
+// process whose renewal failed until the expiry.
+func TestExpiredNodeEnrolsAgain(t *testing.T) {
+	ctx := context.Background()
+	first, _, join := identityCluster(t)
+	ca, err := identity.LoadCA(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := func(dir string, role identity.Role, name string) *identity.Identity {
+		pub, priv, _ := identity.NewKey()
+		cert, err := ca.Issue(name, role, 1, time.Now().Add(-time.Minute), pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := &identity.Identity{Cert: cert, Key: priv}
+		if err := id.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	fresh := func(what string, id *identity.Identity, role identity.Role, name string) {
+		t.Helper()
+		if id.Cert.Role != role || id.Cert.Name != name || !time.Now().Before(id.Cert.NotAfter) {
+			t.Fatalf("%s: identity %s, want an unexpired %s %s", what, id.Cert, role, name)
+		}
+	}
+
+	srv := join("srv", classServer)
+	expired(srv, identity.RoleServer, "s1")
+	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatalf("storage server with an expired certificate: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fresh("storage server after its start", identityOf(t, srv), identity.RoleServer, "s1")
+
+	host := join("host", classClient)
+	cr := creds{id: identity.NewCurrent(expired(host, identity.RoleClient, "host")), ca: ca.Public()}
+	if err := enrolAgain(ctx, host, cr, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	fresh("running client, in memory", cr.id.Get(), identity.RoleClient, "host")
+	fresh("running client, on disk", identityOf(t, host), identity.RoleClient, "host")
+}
