@@ -42,7 +42,10 @@
 //	server → client  empty auth frame (accepted), or error frame "auth" with the reason, then close
 //
 // where transcript = serverNonce | clientNonce | clientPub | serverPub. A
-// side without an Identity sends empty args. A side with Peers (an
+// side without an Identity sends empty args. Identity options hold an
+// identity.Current, which renewal may replace: each handshake presents
+// the one held then, and a client does not reuse a connection made with
+// an older one. A side with Peers (an
 // identity.Trust) requires the other's certificate and checks that the
 // cluster CA signed it, that it is unexpired, of an accepted role
 // (ClientOptions.Peers.Roles: which roles may serve this client) and not
