@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"poolfs/internal/meta"
 	"poolfs/internal/meta/metatest"
@@ -259,5 +261,79 @@ func TestCheckCatchesEveryChange(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestGroupOneRoundTrip: a group of creates whose directories are known
+// commits in one round trip, however many creates it holds, each create
+// with its own outcome (one finds its name taken: the group then runs as
+// before, and still only that create fails).
+func TestGroupOneRoundTrip(t *testing.T) {
+	e := openPG(t)
+	s := metatest.NewStore(t, e)
+	ctx := context.Background()
+	const n = 15
+	dirs := make([]meta.Ino, n)
+	for i := range dirs {
+		d, err := s.Create(ctx, meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[i] = d.Ino
+		if _, err := s.Create(ctx, d.Ino, "warm", meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil { // reads d
+			t.Fatal(err)
+		}
+	}
+	group := func(name func(i int) string) ([]meta.Ino, []error, postgres.Stats) {
+		t.Helper()
+		release, first := holdUpdate(e, "first", "1")
+		inos, errs := make([]meta.Ino, n), make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				a, err := s.Create(ctx, dirs[i], name(i), meta.TypeFile, 0o644, 0, 0, 0, "")
+				inos[i], errs[i] = a.Ino, err
+			})
+		}
+		for deadline := time.Now().Add(10 * time.Second); e.Queued() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d creates queued behind a running update", e.Queued(), n)
+			}
+		}
+		before := e.Stats()
+		release()
+		wg.Wait()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		st := e.Stats()
+		return inos, errs, postgres.Stats{RoundTrips: st.RoundTrips - before.RoundTrips, OneTrip: st.OneTrip - before.OneTrip,
+			Groups: st.Groups - before.Groups, Stale: st.Stale - before.Stale}
+	}
+	inos, errs, st := group(func(int) string { return "f" })
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create in d%d: %v", i, err)
+		}
+	}
+	// One for the held update, one for the group.
+	if st.RoundTrips != 2 || st.OneTrip != 2 || st.Groups != 1 || st.Stale != 0 {
+		t.Errorf("a group of %d creates: %+v; want 2 round trips (the update before it and the group), both one-round-trip, 1 group", n, st)
+	}
+	for i, d := range dirs {
+		if a, err := s.Lookup(ctx, d, "f"); err != nil || a.Ino != inos[i] || a.Type != meta.TypeFile {
+			t.Errorf("d%d/f: %+v, %v; created %d", i, a, err, inos[i])
+		}
+	}
+	// d3's name is taken: its function fails, so the group runs as
+	// before (reads with BEGIN, writes with COMMIT); the others succeed.
+	_, errs, st = group(func(i int) string { return map[bool]string{true: "f", false: "g"}[i == 3] })
+	for i, err := range errs {
+		if i == 3 && !errors.Is(err, meta.ErrExist) || i != 3 && err != nil {
+			t.Errorf("create in d%d: %v", i, err)
+		}
+	}
+	if st.RoundTrips != 3 || st.Stale != 0 {
+		t.Errorf("a group with a failing create: %+v; want 3 round trips, no failed check", st)
 	}
 }
