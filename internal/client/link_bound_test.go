@@ -15,25 +15,40 @@ import (
 )
 
 // linkDrives are the drives of inner, each behind a link of its own that
-// carries rate bytes per second, first come first served: a fragment read
-// is answered once the link has carried it and every read queued before
-// it, as a storage server whose network link, not its drives, bounds it
-// answers. A read given up while queued still takes its turn on the link
-// (a server has mostly sent a fragment before it learns that the client
-// gave up on it), and sent counts every byte read, given up or not.
+// carries rate bytes per second shared equally by the reads on it at the
+// moment (as the TCP connections of a storage server's calls share its
+// link; poolfs keeps one connection per call in flight): a fragment read
+// is answered once the link has carried its bytes. A read given up still
+// takes its share of the link to the end (a server has mostly sent a
+// fragment before it learns that the client gave up on it), and sent
+// counts every byte read, given up or not.
 type linkDrives struct {
 	inner client.Drives
-	rate  float64
+	rate  float64 // bytes per second of each link
 	sent  atomic.Int64
 	mu    struct {
 		sync.Mutex
-		free map[placement.DriveID]time.Time // when each link has carried its queue
+		links map[placement.DriveID]*link
 	}
 }
 
+// link is one drive's link: the reads on it and their bytes still to
+// carry. A goroutine runs while it has reads.
+type link struct {
+	active map[*transfer]bool
+}
+
+type transfer struct {
+	left float64
+	done chan struct{}
+}
+
+// linkTick is how often a link hands out its bytes.
+const linkTick = time.Millisecond
+
 func newLinkDrives(inner client.Drives, bytesPerSec float64) *linkDrives {
 	l := &linkDrives{inner: inner, rate: bytesPerSec}
-	l.mu.free = map[placement.DriveID]time.Time{}
+	l.mu.links = map[placement.DriveID]*link{}
 	return l
 }
 
@@ -43,6 +58,48 @@ func (l *linkDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.
 		return nil, err
 	}
 	return &linkDrive{Drive: d, l: l, id: id}, nil
+}
+
+// carry puts n bytes on drive id's link and returns a channel closed once
+// they are carried.
+func (l *linkDrives) carry(id placement.DriveID, n int) <-chan struct{} {
+	tr := &transfer{left: float64(n), done: make(chan struct{})}
+	l.sent.Add(int64(n))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lk := l.mu.links[id]
+	if lk == nil {
+		lk = &link{active: map[*transfer]bool{}}
+		l.mu.links[id] = lk
+	}
+	lk.active[tr] = true
+	if len(lk.active) == 1 {
+		go l.run(lk)
+	}
+	return tr.done
+}
+
+// run shares the link's rate among its reads until none is left.
+func (l *linkDrives) run(lk *link) {
+	t := time.NewTicker(linkTick)
+	defer t.Stop()
+	last := time.Now()
+	for now := range t.C {
+		l.mu.Lock()
+		share := l.rate * now.Sub(last).Seconds() / float64(len(lk.active))
+		last = now
+		for tr := range lk.active {
+			if tr.left -= share; tr.left <= 0 {
+				close(tr.done)
+				delete(lk.active, tr)
+			}
+		}
+		idle := len(lk.active) == 0
+		l.mu.Unlock()
+		if idle {
+			return
+		}
+	}
 }
 
 // linkDrive is one drive of linkDrives.
@@ -57,19 +114,8 @@ func (d *linkDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, o
 	if err != nil {
 		return nil, err
 	}
-	d.l.sent.Add(int64(len(b)))
-	d.l.mu.Lock()
-	done := time.Now()
-	if free := d.l.mu.free[d.id]; free.After(done) {
-		done = free
-	}
-	done = done.Add(time.Duration(float64(len(b)) / d.l.rate * float64(time.Second)))
-	d.l.mu.free[d.id] = done
-	d.l.mu.Unlock()
-	t := time.NewTimer(time.Until(done))
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-d.l.carry(d.id, len(b)):
 		return b, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()

@@ -95,18 +95,26 @@ type fetchRun struct {
 	// slowest is how long the slowest verified read of the fetch took
 	// (0: none arrived yet): what its siblings' lateness is judged by.
 	slowest time.Duration
+	// slowestLate says the slowest verified read ran past its bound.
+	slowestLate bool
 }
 
 // siblingFactor: once reads of a fetch have arrived, a read still running
-// is late only after siblingFactor times the slowest of them (see Get).
-const siblingFactor = 2
+// is late only after siblingFactor times the slowest of them, or
+// busyFactor times if that one was itself later than its bound (see Get).
+const (
+	siblingFactor = 2
+	busyFactor    = 4
+)
 
 // Get runs the fetch. It returns an error only if ctx ends; fewer than
 // Need verified fragments is for the caller to judge (Fetched.OK).
 //
 // With a Hedger, a read is late, and one more source is started beside it,
 // once it has run longer than the Hedger's Bound and than siblingFactor
-// times the slowest read of this fetch that arrived. While none has
+// times the slowest read of this fetch that arrived (busyFactor times if
+// that read had run past its own Bound: the fetch's reads are all slow,
+// and how much slower one is than another says little). While none has
 // arrived, a read is late after the Bound only if the sources not yet
 // started could make up Need by themselves (a mirror's copies, say):
 // otherwise a hedge cannot complete the fetch before the reads running
@@ -160,7 +168,9 @@ func (r *fetchRun) run(ctx context.Context) error {
 				r.start(ctx, 1)
 				continue
 			}
-			r.slowest = max(r.slowest, time.Since(r.started[res.i]))
+			if d := time.Since(r.started[res.i]); d > r.slowest {
+				r.slowest, r.slowestLate = d, r.f.Hedge != nil && d > r.bound[res.i]
+			}
 			r.state[res.i], out.Shards[res.i], out.Errs[res.i] = fetchOK, res.data, nil
 			out.Read = append(out.Read, r.loc(res.i))
 			out.OK++
@@ -179,7 +189,11 @@ func (r *fetchRun) run(ctx context.Context) error {
 func (r *fetchRun) lateAt(i int) (at time.Time, ok bool) {
 	after := r.bound[i]
 	if r.slowest > 0 {
-		after = max(after, siblingFactor*r.slowest)
+		f := time.Duration(siblingFactor)
+		if r.slowestLate {
+			f = busyFactor
+		}
+		after = max(after, f*r.slowest)
 	} else if len(r.f.Sources)-r.next < r.f.Need-r.out.OK {
 		return at, false
 	}

@@ -29,7 +29,7 @@ const (
 	// needs, while a drive that turns slow or stops answering gets its
 	// first late reads hedged at once, and Avoid leaves it out from then on.
 	hedgeShare = 64
-	hedgeBurst = 2
+	hedgeBurst = 16
 )
 
 // Latencies estimates how long each drive takes to return a fragment to
