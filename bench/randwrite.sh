@@ -205,14 +205,14 @@ for name, r in rows.items():
     limits[name] = (mbs(r["nb"], r["ns"]), seq_local / allowed, allowed, pr, lr)
 print()
 least = (k + m) / k
-print(f"Physical limits in the same run: the FUSE ceiling is the same fio job on `poolfs mount-null` (discards writes); the drive bound is the local file system's sequential O_DIRECT write rate ({seq_local:.0f} MB/s, the layout phase: the disk under all 12 drives) over the drive bytes per user byte allowed (for 4 KiB, which has no target, the amplification measured); the absolute bound is that rate over the least any {k}+{m} write can store, {least:.2f} bytes per byte, or the FUSE ceiling if lower: no design reaches past it.")
+print(f"Physical limits in the same run: the FUSE ceiling is the same fio job on `poolfs mount-null` (discards writes); the drive bound is the local file system's sequential O_DIRECT write rate ({seq_local:.0f} MB/s, the layout phase: the disk under all 12 drives) over the drive bytes per user byte allowed (for 4 KiB, which has no target, the amplification measured); the bound at the least amplification is that rate over the least any {k}+{m} write can store, {least:.2f} bytes per byte, or the FUSE ceiling if lower (the host's and the page cache can take more than the sequential rate for a short phase: the layout phase may pass it).")
 print()
-print(f"| phase | FUSE ceiling | drive bound (÷ amplification) | limit (the lower) | poolfs / limit | absolute bound (÷ {least:.2f} or FUSE) | poolfs / absolute bound | 40% of fio, local FS |")
+print(f"| phase | FUSE ceiling | drive bound (÷ amplification) | limit (the lower) | poolfs / limit | bound at the least amplification (÷ {least:.2f} or FUSE) | poolfs / that bound | 40% of fio, local FS |")
 print("|---|---|---|---|---|---|---|---|")
 for name, (null, drive, allowed, pr, lr) in limits.items():
     lim = min(null, drive)
     absolute = min(null, seq_local / least)
-    goal = f"{0.4*lr:.0f} MB/s" + (" (above the absolute bound)" if 0.4 * lr > absolute else " (within the absolute bound)") if ratio_target[name] else "-"
+    goal = f"{0.4*lr:.0f} MB/s" + (" (above that bound)" if 0.4 * lr > absolute else " (within that bound)") if ratio_target[name] else "-"
     print(f"| {label[name]} | {null:.0f} MB/s | {drive:.0f} MB/s (÷ {allowed:.2f}) | {lim:.0f} MB/s | {100*pr/lim:.0f}% | {absolute:.0f} MB/s | {100*pr/absolute:.0f}% | {goal} |")
 for name in ("rand64k", "rand4k"):
     lr = limits[name][4]
