@@ -39,6 +39,18 @@ func issueFrom(t *testing.T, first, dir string, role identity.Role, name string)
 // new directory, starts its management service over a new PostgreSQL
 // server, and returns the first host's directory, the service, and join,
 // which makes a machine's directory beside first with the token of class.
+// startStorageS1 starts storage server s1 with one 64 MiB drive in the
+// joined directory dir; it is closed when the test ends.
+func startStorageS1(ctx context.Context, t *testing.T, dir string) *StorageNode {
+	t.Helper()
+	s, err := StartStorage(ctx, StorageConfig{Dir: dir, Server: "s1", Drives: []string{filepath.Join(dir, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func identityCluster(t *testing.T) (first string, m *MgmtNode, join func(name, class string) string) {
 	t.Helper()
 	return identityClusterLifetime(t, 0)
@@ -137,11 +149,7 @@ func TestEnrolmentAndRoles(t *testing.T) {
 
 	// A server token's storage server enrols and registers its drives.
 	srv := join("srv", classServer)
-	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := startStorageS1(ctx, t, srv)
 	if id, err := identity.Load(srv); err != nil || id.Cert.Role != identity.RoleServer || id.Cert.Name != "s1" {
 		t.Fatalf("server identity: %v", err)
 	}
@@ -359,11 +367,7 @@ func TestClientRefusesRevokedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := join("srv", classServer)
-	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := startStorageS1(ctx, t, srv)
 	// A metadata service for Connect to find: an RPC server of a meta
 	// certificate, announced to the management service.
 	md := join("meta", classServer)

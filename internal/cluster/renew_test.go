@@ -29,11 +29,7 @@ func TestCertificatesRenewedBeforeExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := join("srv", classServer)
-	s, err := StartStorage(ctx, StorageConfig{Dir: srv, Server: "s1", Drives: []string{filepath.Join(srv, "d0")}, DriveSize: 64 << 20, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := startStorageS1(ctx, t, srv)
 	md := join("meta", classServer)
 	if err := EnsureIdentity(ctx, md, identity.RoleMeta, "meta"); err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkCreateParallel(b *testing.B) {
 	const creators = 16
 	s, _, e := benchEngine(b)
-	dirs := benchDirs(b, s, creators)
+	dirs := makeDirs(b, s, creators)
 	st := createInDirs(b, dirs, func(int) *meta.Store { return s }, e.Stats)
 	b.ReportMetric(float64(st.Groups)/float64(b.N), "groups/create")
 }
@@ -71,7 +71,7 @@ func BenchmarkCreateParallel(b *testing.B) {
 // as the four tasks of one client host: few calls wait for each group.
 func BenchmarkCreateParallel4(b *testing.B) {
 	s, _, e := benchEngine(b)
-	st := createInDirs(b, benchDirs(b, s, 4), func(int) *meta.Store { return s }, e.Stats)
+	st := createInDirs(b, makeDirs(b, s, 4), func(int) *meta.Store { return s }, e.Stats)
 	b.ReportMetric(float64(st.Groups)/float64(b.N), "groups/create")
 }
 
@@ -109,7 +109,7 @@ func BenchmarkCreateServers(b *testing.B) {
 		b.Cleanup(func() { e.Close() })
 		engines[i], stores[i] = e, metatest.NewStore(b, e)
 	}
-	dirs := benchDirs(b, stores[0], creators)
+	dirs := makeDirs(b, stores[0], creators)
 	createInDirs(b, dirs, func(c int) *meta.Store { return stores[c%servers] }, func() (st postgres.Stats) {
 		for _, e := range engines {
 			s := e.Stats()
@@ -122,13 +122,14 @@ func BenchmarkCreateServers(b *testing.B) {
 	})
 }
 
-// benchDirs makes n directories d0, d1, ... under the root.
-func benchDirs(b *testing.B, s *meta.Store, n int) []meta.Ino {
+// makeDirs makes n directories d0, d1, ... under the root.
+func makeDirs(tb testing.TB, s *meta.Store, n int) []meta.Ino {
+	tb.Helper()
 	dirs := make([]meta.Ino, n)
 	for i := range dirs {
 		d, err := s.Create(context.Background(), meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		dirs[i] = d.Ino
 	}

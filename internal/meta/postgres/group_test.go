@@ -192,14 +192,7 @@ func TestGroupReadsWithBegin(t *testing.T) {
 	s := metatest.NewStore(t, e)
 	ctx := context.Background()
 	const n = 15
-	dirs := make([]meta.Ino, n)
-	for i := range dirs {
-		d, err := s.Create(ctx, meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs[i] = d.Ino
-	}
+	dirs := makeDirs(t, s, n)
 	release, first := holdUpdate(e, "first", "1")
 	inos := make([]meta.Ino, n)
 	errs := make([]error, n)

@@ -273,14 +273,9 @@ func TestGroupOneRoundTrip(t *testing.T) {
 	s := metatest.NewStore(t, e)
 	ctx := context.Background()
 	const n = 15
-	dirs := make([]meta.Ino, n)
-	for i := range dirs {
-		d, err := s.Create(ctx, meta.RootIno, fmt.Sprintf("d%d", i), meta.TypeDir, 0o755, 0, 0, 0, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		dirs[i] = d.Ino
-		if _, err := s.Create(ctx, d.Ino, "warm", meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil { // reads d
+	dirs := makeDirs(t, s, n)
+	for _, d := range dirs {
+		if _, err := s.Create(ctx, d, "warm", meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil { // reads d
 			t.Fatal(err)
 		}
 	}
