@@ -92,18 +92,7 @@ func TestReadAheadInFlight(t *testing.T) {
 	// Drives that answer at once: the window ramps up and fills (reading
 	// the last stripe again continues the stream and tops the window up).
 	const warm = 6
-	for s := range warm {
-		read(s)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	before, _ := f.ReadCounts()
-	for ; before < warm+ahead && time.Now().Before(deadline); before, _ = f.ReadCounts() {
-		read(warm - 1)
-		time.Sleep(time.Millisecond)
-	}
-	if before < warm+ahead {
-		t.Fatalf("%d stripes read after %d: the window did not fill", before, warm)
-	}
+	before := fillWindow(t, f, read, warm, ahead)
 	// Drives that hold every read: the reads below are of stripes the
 	// window holds; each may start read-ahead of one more.
 	var release []func()
@@ -166,18 +155,7 @@ func TestCloseGivesUpReadAhead(t *testing.T) {
 		}
 	}
 	const warm = 4
-	for s := range warm {
-		read(s)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	before, _ := f.ReadCounts()
-	for ; before < warm+ahead && time.Now().Before(deadline); before, _ = f.ReadCounts() {
-		read(warm - 1)
-		time.Sleep(time.Millisecond)
-	}
-	if before < warm+ahead {
-		t.Fatalf("%d stripes read after %d: the window did not fill", before, warm)
-	}
+	before := fillWindow(t, f, read, warm, ahead)
 	for _, d := range conn.Drives {
 		defer d.Hold(drivetest.OpRead)()
 	}
@@ -188,11 +166,31 @@ func TestCloseGivesUpReadAhead(t *testing.T) {
 		t.Fatal("no read-ahead started while the drives held reads: the test proves nothing")
 	}
 	f.Close()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for conn.Client.ReadAheadHeld() != 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	if h := conn.Client.ReadAheadHeld(); h != 0 {
 		t.Fatalf("%d read-ahead stripes still being read after the File was closed", h)
 	}
+}
+
+// fillWindow reads stripes 0 to warm-1 of f with read, then the last of
+// them again until f has read warm+ahead stripes: its read-ahead window
+// has ramped up and filled. It returns the stripes f has read.
+func fillWindow(t *testing.T, f *client.File, read func(int), warm, ahead int) int64 {
+	t.Helper()
+	for s := range warm {
+		read(s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	before, _ := f.ReadCounts()
+	for ; before < int64(warm+ahead) && time.Now().Before(deadline); before, _ = f.ReadCounts() {
+		read(warm - 1)
+		time.Sleep(time.Millisecond)
+	}
+	if before < int64(warm+ahead) {
+		t.Fatalf("%d stripes read after %d: the window did not fill", before, warm)
+	}
+	return before
 }

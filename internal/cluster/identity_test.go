@@ -51,6 +51,28 @@ func startStorageS1(ctx context.Context, t *testing.T, dir string) *StorageNode 
 	return s
 }
 
+// servePing serves test.Ping, until the test ends, on an RPC server of the
+// identity in dir that follows the cluster's revocations, as the metadata
+// service does (FollowRevocations), and returns its address.
+func servePing(ctx context.Context, t *testing.T, dir string, secret []byte) string {
+	t.Helper()
+	ctx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	opts, err := FollowRevocations(ctx, dir, rpc.ServerOptions{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := rpc.NewServer(secret, opts)
+	ms.Handle("test.Ping", func(context.Context, *rpc.Request) (*rpc.Response, error) { return nil, nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ms.Serve(ln)
+	t.Cleanup(func() { ms.Close() })
+	return ln.Addr().String()
+}
+
 func identityCluster(t *testing.T) (first string, m *MgmtNode, join func(name, class string) string) {
 	t.Helper()
 	return identityClusterLifetime(t, 0)
@@ -256,22 +278,9 @@ func TestEnrolmentAndRoles(t *testing.T) {
 	}
 	// A service started outside the package (the metadata service) with
 	// FollowRevocations refuses the revoked node too, and serves others.
-	mctx, stop := context.WithCancel(ctx)
-	defer stop()
-	opts, err := FollowRevocations(mctx, srv, rpc.ServerOptions{}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := rpc.NewServer(secret, opts)
-	ms.Handle("test.Ping", func(context.Context, *rpc.Request) (*rpc.Response, error) { return nil, nil })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ms.Serve(ln)
-	t.Cleanup(func() { ms.Close() })
+	msAddr := servePing(ctx, t, srv, secret)
 	refused("new connection to a metadata service", func() error {
-		rc, err := rpc.Dial(ln.Addr().String(), secret, hostCreds.client(rpc.ClientOptions{}))
+		rc, err := rpc.Dial(msAddr, secret, hostCreds.client(rpc.ClientOptions{}))
 		if err == nil {
 			rc.Close()
 		}
@@ -281,7 +290,7 @@ func TestEnrolmentAndRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rpc.Dial(ln.Addr().String(), secret, firstCreds.client(rpc.ClientOptions{}))
+	rc, err := rpc.Dial(msAddr, secret, firstCreds.client(rpc.ClientOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,21 +33,8 @@ func TestCertificatesRenewedBeforeExpiry(t *testing.T) {
 	if err := EnsureIdentity(ctx, md, identity.RoleMeta, "meta"); err != nil {
 		t.Fatal(err)
 	}
-	mctx, stop := context.WithCancel(ctx)
-	t.Cleanup(stop)
-	opts, err := FollowRevocations(mctx, md, rpc.ServerOptions{}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := rpc.NewServer(secret, opts)
-	ms.Handle("test.Ping", func(context.Context, *rpc.Request) (*rpc.Response, error) { return nil, nil })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ms.Serve(ln)
-	t.Cleanup(func() { ms.Close() })
-	if err := AnnounceMeta(ctx, md, ln.Addr().String()); err != nil {
+	msAddr := servePing(ctx, t, md, secret)
+	if err := AnnounceMeta(ctx, md, msAddr); err != nil {
 		t.Fatal(err)
 	}
 	host := join("host", classClient)
@@ -70,7 +56,7 @@ func TestCertificatesRenewedBeforeExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s1.Close()
-	meta, err := rpc.Dial(ln.Addr().String(), secret, conn.creds.client(rpc.ClientOptions{}, identity.RoleMeta))
+	meta, err := rpc.Dial(msAddr, secret, conn.creds.client(rpc.ClientOptions{}, identity.RoleMeta))
 	if err != nil {
 		t.Fatal(err)
 	}
