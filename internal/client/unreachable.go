@@ -52,23 +52,23 @@ const (
 type unreachables struct {
 	mu struct {
 		sync.Mutex
-		servers map[string]*driveProgress
+		servers map[string]*serverProgress
 		avoid   map[string]time.Time // server id → avoided until
 		version uint64               // bumped when avoid changes
 	}
 }
 
-// driveProgress is a server's fragment writes: how many are pending and
+// serverProgress is a server's fragment writes: how many are pending and
 // when the server last made progress (a write completed, or one was sent
 // while none was pending).
-type driveProgress struct {
+type serverProgress struct {
 	pending int
 	since   time.Time
 }
 
 func newUnreachables() *unreachables {
 	u := &unreachables{}
-	u.mu.servers = map[string]*driveProgress{}
+	u.mu.servers = map[string]*serverProgress{}
 	u.mu.avoid = map[string]time.Time{}
 	return u
 }
@@ -79,7 +79,7 @@ func (u *unreachables) started(server string, now time.Time) {
 	defer u.mu.Unlock()
 	p := u.mu.servers[server]
 	if p == nil {
-		p = &driveProgress{}
+		p = &serverProgress{}
 		u.mu.servers[server] = p
 	}
 	if p.pending == 0 {
