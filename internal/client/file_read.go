@@ -198,7 +198,10 @@ func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) 
 		case rec.Gen == 0:
 			clear(dst)
 		case e != nil:
-			if err := e.wait(ctx); err != nil {
+			f.waiting.Add(1)
+			err := e.wait(ctx)
+			f.waiting.Add(-1)
+			if err != nil {
 				return err
 			}
 			e.copyOut(dst, pc.in)
@@ -255,6 +258,7 @@ func (f *File) fillLocked(rec meta.StripeRec, release func(), taken bool) *cache
 	go func() {
 		defer cancel()
 		f.c.fillEntry(ctx, e, rec, lay, ino, name)
+		f.refill(rec.Stripe, e)
 	}()
 	return e
 }

@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/chunkstore/drivetest"
 	"poolfs/internal/client"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
+	"poolfs/internal/placement"
 )
 
 // TestReadAheadBudget: files read at once share the client's read-ahead
@@ -193,4 +197,106 @@ func fillWindow(t *testing.T, f *client.File, read func(int), warm, ahead int) i
 		t.Fatalf("%d stripes read after %d: the window did not fill", before, warm)
 	}
 	return before
+}
+
+// lateStripe holds every fragment read of one stripe (data and parity:
+// hedging cannot go around it) until release is closed: the stripe a
+// reader waits for while its fragments queue behind other readers' at
+// busy drives.
+type lateStripe struct {
+	inner   client.Drives
+	stripe  uint64
+	release chan struct{}
+}
+
+func (l *lateStripe) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := l.inner.Drive(m, id)
+	if err != nil {
+		return nil, err
+	}
+	return &lateStripeDrive{Drive: d, l: l}, nil
+}
+
+type lateStripeDrive struct {
+	chunkstore.Drive
+	l *lateStripe
+}
+
+func (d *lateStripeDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	if key.Stripe == d.l.stripe {
+		select {
+		case <-d.l.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return d.Drive.ReadFragment(ctx, key, off, n, dst)
+}
+
+// TestReadAheadGoesOnWhileAReadWaits: while a sequential reader waits
+// for a late stripe, the stripes of its window that arrive start the
+// rest of the window, as its reads would have. Before, read-ahead
+// started only at reads: a reader waiting for one stripe had nothing else
+// in flight once the others had arrived, and over many servers those
+// whose fragments had arrived sat idle until the late one came.
+func TestReadAheadGoesOnWhileAReadWaits(t *testing.T) {
+	const (
+		stripe   = testK * testUnit
+		ahead    = 8
+		inFlight = 2
+		late     = 6 // the stripe the reader waits for
+	)
+	conn := start(t)
+	w, data := written(t, conn, "f", 32*stripe)
+	drives := &lateStripe{inner: drivetest.UpOnly(conn.Drives), stripe: late, release: make(chan struct{})}
+	c := client.New(conn.Meta, conn.Maps, drives, client.Options{ReadAhead: ahead, ReadAheadTotal: 4 * ahead, StripesInFlight: inFlight})
+	ctx := context.Background()
+	f, err := c.Open(ctx, w.Attr().Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, stripe)
+	read := func(s int) {
+		t.Helper()
+		if k, err := f.ReadAt(ctx, got, int64(s*stripe)); err != nil || k != stripe || !bytes.Equal(got, data[s*stripe:(s+1)*stripe]) {
+			t.Fatalf("stripe %d: %d bytes, %v", s, k, err)
+		}
+	}
+	for s := range late {
+		read(s)
+	}
+	done := make(chan error, 1)
+	go func() { // waits for the late stripe
+		p := make([]byte, stripe)
+		k, err := f.ReadAt(ctx, p, late*stripe)
+		if err == nil && (k != stripe || !bytes.Equal(p, data[late*stripe:(late+1)*stripe])) {
+			err = fmt.Errorf("stripe %d: %d bytes, not what was written", late, k)
+		}
+		done <- err
+	}()
+	// The window past the late stripe: every stripe up to late+ahead is
+	// started while the read waits (without the refill, the in-flight
+	// bound of 2 stopped it at about late+inFlight).
+	want := int64(late + 1 + ahead)
+	deadline := time.Now().Add(10 * time.Second)
+	whole, _ := f.ReadCounts()
+	for ; whole < want && time.Now().Before(deadline); whole, _ = f.ReadCounts() {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("the read of the late stripe returned before its fragments were let go")
+	default:
+	}
+	close(drives.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if whole < want {
+		t.Fatalf("%d stripes read whole while a read waited for stripe %d, want %d (the window past it)", whole, late, want)
+	}
+	for s := late + 1; s < 32; s++ {
+		read(s)
+	}
 }

@@ -206,11 +206,17 @@ const staleReads = 256
 func (rs *readStreams) active() int {
 	n := 0
 	for _, st := range rs.list {
-		if st.established() && rs.tick-st.used < staleReads {
+		if rs.isActive(st) {
 			n++
 		}
 	}
 	return max(n, 1)
+}
+
+// isActive reports whether st is established and read within the last
+// staleReads reads of the File.
+func (rs *readStreams) isActive(st *readStream) bool {
+	return st.established() && rs.tick-st.used < staleReads
 }
 
 // aheadLocked is how many stripes stream st reads ahead: 4 once it is
