@@ -42,7 +42,8 @@
 //
 //	c <name>                      counters: "ino" next unreserved inode,
 //	                              "gc" next GC sequence, "event" last event,
-//	                              "n"+shard signed inode count (16 shards)
+//	                              "n"+shard signed inode count (16 shards),
+//	                              plus the marks below (counts.go)
 //	i <ino:8>                     inode: attributes, layout, dir parent
 //	d <parent:8> <name>           dirent: child ino, type (Readdir is a scan)
 //	s <ino:8> <stripe:8>          stripe: gen, PG, len, shard size, pool, drives
@@ -61,6 +62,9 @@
 //	D <ino:8> <stripe:8> <seq:8>  delta extent: bytes of a stripe held in
 //	                              a log stripe (deltas.go)
 //	L <ino:8> <log:8>             bytes the extents in a log stripe reference
+//	n <ino:8>                     inode-count mark not yet folded into the
+//	                              shards: +1 from ino's create, -1 from the
+//	                              removal of an inode already folded
 //
 // Values use a versioned compact binary encoding (codec.go) whose
 // decoders are fuzzed. Stripe records (format 3) end with a CRC32C of
@@ -144,6 +148,11 @@
 //     above 0 (deltas.go).
 //   - Every generation that was committed and is no longer reachable has a
 //     GC queue item, written in the transaction that unlinked it.
+//   - Statfs is exact: the inode-count shards plus the marks equal the
+//     number of inodes. A create writes its inode's mark without reading
+//     any count, so creates never conflict over the count; a removal
+//     reads only its own inode's mark; FoldCounts (every 4096 creates of
+//     a Store) moves marks into the shards without changing the sum.
 //   - Inode numbers and GC sequence numbers are never reused. They come
 //     from blocks of 1024 reserved in a counter inside the transaction that
 //     first needs them, so concurrent transactions rarely touch the counter.

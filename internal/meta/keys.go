@@ -19,6 +19,7 @@ const (
 	pXattr   = 'x' // x ino name                     -> xattr value
 	pDelta   = 'D' // D ino stripe seq               -> delta extent
 	pLogLive = 'L' // L ino logstripe                -> bytes its extents reference
+	pCount   = 'n' // n ino                          -> signed count of one inode, not yet folded
 )
 
 // Counter names (keys are pCounter + name).
@@ -42,17 +43,17 @@ func inodesKey(ino uint64) []byte   { return append(counterKey(ctrInodes), inode
 // inoBlock is how many inode numbers a metadata server takes at a time.
 const inoBlock = 1024
 
-// inodeShard is the inode-count shard that ino's create and removal
-// count in: the inodes of one block of numbers share one. A metadata
-// server takes a block at a time, so its creates (a whole group of them
-// in one transaction) write one counter key, and two servers write the
-// same key only while their blocks' shards coincide (one block pair in
-// 16). Consecutive numbers in different shards made every group of
-// creates write most shards, and the groups of different servers on one
-// PostgreSQL abort each other. The shards are signed and only their sum
-// is read (Statfs), so a file counted under the old rule and removed under
-// this one leaves the sum right.
+// inodeShard is the inode-count shard that a fold of marks starting at
+// ino adds to (counts.go), and that inodes counted before marks existed
+// were counted in: the inodes of one block of numbers shared one. The
+// shards are signed and only their sum with the marks is read (Statfs),
+// so any shard is right for any inode.
 func inodeShard(ino uint64) byte { return byte(ino / inoBlock % shards) }
+
+// countKey is ino's inode-count mark (counts.go): +1 written by its
+// create, deleted (or -1 written, if already folded into the shards) by
+// its removal.
+func countKey(ino Ino) []byte { return u64([]byte{pCount}, uint64(ino)) }
 
 func inodeKey(ino Ino) []byte { return u64([]byte{pInode}, uint64(ino)) }
 func openKey(ino Ino) []byte  { return u64([]byte{pOpen}, uint64(ino)) }

@@ -127,7 +127,7 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 		if err != nil {
 			return err
 		}
-		if err := o.prefetch(inodeKey(parent), direntKey(parent, name), inodesKey(ino)); err != nil {
+		if err := o.prefetch(inodeKey(parent), direntKey(parent, name)); err != nil {
 			return err
 		}
 		p, err := o.dir(parent)
@@ -175,11 +175,12 @@ func (s *Store) create(ctx context.Context, in CreateArgs) (Attr, Attr, error) {
 			}
 		}
 		a, pa = n.Attr, p.Attr
-		return o.addCounter(inodesKey(uint64(n.Ino)), 1)
+		return o.countInode(n.Ino)
 	})
 	if err != nil {
 		return Attr{}, Attr{}, fmt.Errorf("create %q in %d: %w", name, parent, err)
 	}
+	s.created(ctx)
 	return a, pa, nil
 }
 
@@ -343,7 +344,7 @@ func (o *op) destroy(n *inode) error {
 	if err := o.tx.Delete(inodeKey(n.Ino)); err != nil {
 		return err
 	}
-	return o.addCounter(inodesKey(uint64(n.Ino)), -1)
+	return o.uncountInode(n.Ino)
 }
 
 // Rmdir removes the empty directory name from parent. Errors: ErrNotFound,
@@ -439,7 +440,7 @@ func (s *Store) Readdir(ctx context.Context, ino Ino, after string, limit int) (
 // Statfs returns the number of inodes in the file system.
 func (s *Store) Statfs(ctx context.Context) (inodes uint64, err error) {
 	err = s.view(ctx, func(o *op) error {
-		n, err := o.sumCounters(counterKey(ctrInodes))
+		n, err := o.inodeCount()
 		inodes = uint64(max(n, 0))
 		return err
 	})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,9 @@ type Store struct {
 	log   *slog.Logger
 	inos  allocator // inode numbers
 	gcs   allocator // GC queue sequence numbers
+	// creates counts committed creates, to fold inode-count marks
+	// every foldEvery (counts.go).
+	creates atomic.Uint64
 	boundSession
 }
 

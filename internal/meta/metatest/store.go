@@ -222,6 +222,61 @@ var storeChecks = []storeCheck{
 		inodes, _ := s.Statfs(bg)
 		eq(t, "inodes", inodes, n+2)
 	}},
+	{"statfs_concurrent", func(t *testing.T, s *meta.Store) {
+		// Creates and removals side by side, in directories of their
+		// own, while the inode-count marks are folded: the count stays
+		// exact.
+		const creators, files = 4, 24
+		var wg sync.WaitGroup
+		errs := make(chan error, creators+1)
+		stop := make(chan struct{})
+		for c := range creators {
+			d := mk(t, s, root, fmt.Sprintf("d%d", c), meta.TypeDir)
+			wg.Go(func() {
+				for i := range files {
+					if _, err := s.Create(bg, d.Ino, fmt.Sprintf("f%d", i), meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil {
+						errs <- err
+						return
+					}
+					if i%2 == 1 {
+						if err := s.Unlink(bg, d.Ino, fmt.Sprintf("f%d", i-1)); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			})
+		}
+		folds := make(chan struct{})
+		go func() {
+			defer close(folds)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.FoldCounts(bg); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		wg.Wait()
+		close(stop)
+		<-folds
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		n, err := s.Statfs(bg)
+		eq(t, "err", err, nil)
+		eq(t, "inodes", n, 1+creators+creators*files/2)
+		_, err = s.FoldCounts(bg)
+		eq(t, "err", err, nil)
+		n, _ = s.Statfs(bg)
+		eq(t, "inodes after a fold", n, 1+creators+creators*files/2)
+	}},
 	{"link_unlink_nlink", func(t *testing.T, s *meta.Store) {
 		a := mk(t, s, root, "a", meta.TypeDir)
 		b := mk(t, s, root, "b", meta.TypeDir)
