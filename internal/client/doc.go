@@ -32,7 +32,8 @@
 // Reading: the k data fragments of a stripe are read in parallel (the code is
 // systematic), with parity in their place from the start for fragments whose
 // drive the map says is down, failed or out, or that this client measures as
-// slow. A fetch that fails (missing, unreadable, bad checksum) is replaced by
+// slow (such a drive is sent a probe read beside the stripe's once a
+// second, which no read waits for, so that its recovery is seen). A fetch that fails (missing, unreadable, bad checksum) is replaced by
 // the next parity fragment at once, and fetches later than a bound derived
 // from the drives' measured latencies (stripeio.Latencies: max(HedgeFloor,
 // HedgeFactor × the median drive's high latency, or × the fetch's own

@@ -393,7 +393,7 @@ func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 		parts = append(parts, shardRange{idx, o, n, pos - in})
 		pos += n
 		id := placement.DriveID(rec.Drives[idx])
-		if d, err := m.Drive(id); (err == nil && (knownMissing(d.State) || d.State == clustermap.StateDown)) || c.lat.Avoid(id, now) || c.avoids(m, id, now) {
+		if d, err := m.Drive(id); (err == nil && (knownMissing(d.State) || d.State == clustermap.StateDown)) || c.lat.Avoid(id) || c.avoids(m, id, now) {
 			direct = false
 		}
 	}

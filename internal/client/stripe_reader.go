@@ -19,7 +19,9 @@ import (
 //
 // It starts k fetches at once (stripeio.Fetch): the data fragments, with
 // parity in place of any whose drive the map says is down, failed or out,
-// or that this client measures as slow (stripeio.Order, c.lat). Fragments
+// or that this client measures as slow (stripeio.Order, c.lat); a slow
+// drive due a measurement gets its fragment read as a probe beside them
+// (Fetch.Probes: not waited for, used if it arrives in time). Fragments
 // on down drives come last, not never: a down drive has lost nothing
 // (the map marks it down because it did not answer a probe), and when
 // the stripe cannot be read without it, asking is better than an error.
@@ -97,7 +99,13 @@ func (c *Client) readStripeOnce(ctx context.Context, lay meta.Layout, ino meta.I
 			return fmt.Errorf("drive %v is %s at map epoch %d", id, d.State, m.Epoch)
 		}
 		return nil
-	}, func(id placement.DriveID) bool { return isDown(id) || c.lat.Avoid(id, now) || c.avoids(m, id, now) })
+	}, func(id placement.DriveID) bool { return isDown(id) || c.lat.Avoid(id) || c.avoids(m, id, now) })
+	for _, src := range f.Sources {
+		// A slow drive is measured beside the read, not within it.
+		if !isDown(src.Drive) && !c.avoids(m, src.Drive, now) && c.lat.Probe(src.Drive, now) {
+			f.Probes = append(f.Probes, src)
+		}
+	}
 	got, err := f.Get(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("file %s stripe %d: %w", name, rec.Stripe, err)

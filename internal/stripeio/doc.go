@@ -20,7 +20,9 @@
 //	                 source at once, late ones hedged (Hedger, Latencies:
 //	                 late next to the drive's own past and the stripe's
 //	                 reads that arrived, within a budget), the rest
-//	                 cancelled once Need are verified
+//	                 cancelled once Need are verified; probes of slow
+//	                 drives (Latencies.Probe) read beside, never waited
+//	                 for nor cancelled, so their time is measured whole
 //	Order            the client's read plan: data, then parity rotated by
 //	                 stripe number, then drives that are slow; drives known
 //	                 down left out

@@ -45,6 +45,14 @@ type Fetch struct {
 	Bufs [][]byte
 	// Hedge, if not nil, makes late reads hedged; nil waits for every read.
 	Hedge Hedger
+	// Probes are fragments read at once beside the first Need sources only
+	// to measure their drives (a slow drive the read plan leaves to parity,
+	// see Latencies.Probe). A probe's fragment counts if it is verified
+	// before Get returns, but the fetch never waits for a probe while
+	// another source can be started, never hedges one, and does not cancel
+	// one when it returns: it runs to its end (at most probeTimeout) so
+	// that the Hedger observes how long its drive really takes.
+	Probes []Loc
 	// Errs, if not nil, holds by index why fragments not among Sources
 	// cannot be read (their drive is known to be down, say); Get reports
 	// them with its own.
@@ -97,7 +105,14 @@ type fetchRun struct {
 	slowest time.Duration
 	// slowestLate says the slowest verified read ran past its bound.
 	slowestLate bool
+	probe       []bool // by index: its read is one of Probes
+	// probeCtx is Get's context before Get cancels it on return.
+	probeCtx context.Context
 }
+
+// probeTimeout bounds a probe read, which outlives its fetch: a drive that
+// does not answer is observed as this slow.
+const probeTimeout = 10 * time.Second
 
 // siblingFactor: once reads of a fetch have arrived, a read still running
 // is late only after siblingFactor times the slowest of them, or
@@ -129,8 +144,9 @@ func (f *Fetch) Get(ctx context.Context) (*Fetched, error) {
 	width := f.Stripe.K + f.Stripe.M
 	out := &Fetched{Shards: make([][]byte, width), Errs: make([]error, width)}
 	copy(out.Errs, f.Errs)
-	r := &fetchRun{f: f, out: out, state: make([]fetchState, width), results: make(chan fetchResult, len(f.Sources)),
-		started: make([]time.Time, width), bound: make([]time.Duration, width), late: make([]int, width)}
+	r := &fetchRun{f: f, out: out, state: make([]fetchState, width), results: make(chan fetchResult, len(f.Sources)+len(f.Probes)),
+		started: make([]time.Time, width), bound: make([]time.Duration, width), late: make([]int, width),
+		probe: make([]bool, width), probeCtx: ctx}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := r.run(ctx)
@@ -145,6 +161,7 @@ func (f *Fetch) Get(ctx context.Context) (*Fetched, error) {
 
 // run reads until Need fragments are verified or none is left to try.
 func (r *fetchRun) run(ctx context.Context) error {
+	r.startProbes()
 	r.start(ctx, r.f.Need)
 	var hedge *time.Timer
 	if r.f.Hedge != nil {
@@ -165,10 +182,12 @@ func (r *fetchRun) run(ctx context.Context) error {
 			r.inflight--
 			if res.err != nil {
 				r.state[res.i], out.Errs[res.i] = fetchFailed, res.err
-				r.start(ctx, 1)
+				if !r.probe[res.i] {
+					r.start(ctx, 1) // a probe was not among the reads needed
+				}
 				continue
 			}
-			if d := time.Since(r.started[res.i]); d > r.slowest {
+			if d := time.Since(r.started[res.i]); d > r.slowest && !r.probe[res.i] {
 				r.slowest, r.slowestLate = d, r.f.Hedge != nil && d > r.bound[res.i]
 			}
 			r.state[res.i], out.Shards[res.i], out.Errs[res.i] = fetchOK, res.data, nil
@@ -239,6 +258,13 @@ func (r *fetchRun) markLate(now time.Time) int {
 
 // loc returns the source a running or finished read of fragment i used.
 func (r *fetchRun) loc(i int) Loc {
+	if r.probe[i] {
+		for _, s := range r.f.Probes {
+			if s.Index == i {
+				return s
+			}
+		}
+	}
 	for _, s := range r.f.Sources[:r.next] {
 		if s.Index == i {
 			return s
@@ -260,24 +286,48 @@ func (r *fetchRun) start(ctx context.Context, n int) {
 		if r.f.Hedge != nil {
 			r.bound[i] = r.f.Hedge.Bound(src.Drive)
 		}
-		r.inflight++
 		var buf []byte
 		if r.f.Bufs != nil {
 			buf = r.f.Bufs[i]
 		}
-		if cap(buf) < r.f.Stripe.FragmentSize() {
-			buf = erasure.AlignedBuffer(r.f.Stripe.FragmentSize())
-		}
-		go func() {
-			t0 := time.Now()
-			data, err := r.read(ctx, src, buf)
-			if r.f.Hedge != nil && (err == nil || ctx.Err() != nil) {
-				// A read given up still tells that the drive took at least this long.
-				r.f.Hedge.Observe(src.Drive, time.Since(t0))
-			}
-			r.results <- fetchResult{i: i, data: data, err: err}
-		}()
+		r.launch(ctx, src, buf, nil)
 	}
+}
+
+// startProbes starts the reads of Probes, each under probeTimeout rather
+// than the fetch's own cancellation, into buffers of their own, and never
+// late (see Fetch.Probes).
+func (r *fetchRun) startProbes() {
+	for _, src := range r.f.Probes {
+		i := src.Index
+		if r.state[i] != fetchIdle {
+			continue
+		}
+		r.state[i], r.started[i], r.late[i], r.probe[i] = fetchInFlight, time.Now(), -1, true
+		ctx, cancel := context.WithTimeout(r.probeCtx, probeTimeout)
+		r.launch(ctx, src, nil, cancel)
+	}
+}
+
+// launch starts the read of src into buf (a new buffer if it is too small)
+// and counts it in flight; done, if not nil, is called when it ends.
+func (r *fetchRun) launch(ctx context.Context, src Loc, buf []byte, done func()) {
+	r.inflight++
+	if cap(buf) < r.f.Stripe.FragmentSize() {
+		buf = erasure.AlignedBuffer(r.f.Stripe.FragmentSize())
+	}
+	go func() {
+		t0 := time.Now()
+		data, err := r.read(ctx, src, buf)
+		if done != nil {
+			defer done()
+		}
+		if r.f.Hedge != nil && (err == nil || ctx.Err() != nil) {
+			// A read given up still tells that the drive took at least this long.
+			r.f.Hedge.Observe(src.Drive, time.Since(t0))
+		}
+		r.results <- fetchResult{i: src.Index, data: data, err: err}
+	}()
 }
 
 func (r *fetchRun) read(ctx context.Context, src Loc, buf []byte) ([]byte, error) {
@@ -293,7 +343,7 @@ func (r *fetchRun) read(ctx context.Context, src Loc, buf []byte) ([]byte, error
 func (r *fetchRun) release() {
 	for i, st := range r.state {
 		if st == fetchInFlight {
-			if r.f.Bufs != nil {
+			if r.f.Bufs != nil && !r.probe[i] {
 				r.f.Bufs[i] = erasure.AlignedBuffer(cap(r.f.Bufs[i]))
 			}
 			r.state[i] = fetchIdle

@@ -12,14 +12,14 @@ import (
 const (
 	// latencyMinSamples: a drive's estimate counts among the peers once it
 	// has this many samples.
-	latencyMinSamples = 4
+	latencyMinSamples = 2
 	// latencyMinPeers: below this many drives with estimates the bound is
 	// latencyColdBound, so that a cold client does not hedge every read.
 	latencyMinPeers  = 3
 	latencyColdBound = 100 * time.Millisecond
 	// slowRetry: a drive the reader avoids because it is slow is still
-	// sent one read this often, so that its estimate follows it when it
-	// recovers (that read is hedged like any other).
+	// sent one probe read this often (Probe), so that its estimate follows
+	// it when it recovers.
 	slowRetry = time.Second
 	// hedgeShare and hedgeBurst: hedged reads are at most one per
 	// hedgeShare reads observed, with hedgeBurst at hand at first (the
@@ -36,17 +36,20 @@ const (
 // one reader (a client), so that its Fetches can tell a late read from a
 // normal one (it is their Hedger) and its read plans can leave slow drives
 // to the last (Order). Per drive it keeps a smoothed latency and its mean deviation
-// (exponentially weighted, as TCP estimates round trips); a drive's "high"
+// (exponentially weighted, as TCP estimates round trips, after a plain
+// mean of the first samples, so that a new reader judges a drive from its
+// second sample on); a drive's "high"
 // latency, about its 95th percentile, is smoothed + 2 × deviation. With the
 // medians over drives (so that one slow drive does not raise the figures it
 // is judged by):
 //
 //	hedging bound = max(floor, factor × median high latency)
-//	slow          = own smoothed latency > max(floor, factor × median smoothed latency)
+//	slow          = own smoothed and latest latency > max(floor, factor × median smoothed latency)
 //
 // A fetch still running after the bound is late (see Fetch.Get); a slow
-// drive is not read at all while parity can stand in for it (but once per
-// slowRetry, to see whether it recovered). Hedged reads are budgeted: at
+// drive is not read for a stripe while parity can stand in for it, but is
+// sent a probe read beside the stripe's once per slowRetry (Probe), which
+// no read waits for, to see whether it recovered. Hedged reads are budgeted: at
 // most one per hedgeShare reads observed, hedgeBurst at most at once
 // (Hedge). It is safe for concurrent use.
 type Latencies struct {
@@ -65,8 +68,9 @@ type Latencies struct {
 // driveLatency is one drive's estimate, guarded by Latencies.mu.
 type driveLatency struct {
 	srtt, dev time.Duration
+	last      time.Duration // the latest sample
 	n         int
-	tried     time.Time // last read let through while slow
+	seen      time.Time // last sample or probe read started (Probe)
 }
 
 const boundEvery = 16
@@ -105,17 +109,19 @@ func (l *Latencies) Observe(id placement.DriveID, d time.Duration) {
 		e = &driveLatency{}
 		l.mu.drives[id] = e
 	}
-	if e.n == 0 {
+	e.n++
+	e.last, e.seen = d, time.Now()
+	if e.n == 1 {
 		e.srtt, e.dev = d, d/2
 	} else {
 		diff := d - e.srtt
 		if diff < 0 {
 			diff = -diff
 		}
-		e.dev += (diff - e.dev) / 4
-		e.srtt += (d - e.srtt) / 8
+		// The first samples are averaged, then weighted as TCP does.
+		e.dev += (diff - e.dev) / time.Duration(min(e.n, 4))
+		e.srtt += (d - e.srtt) / time.Duration(min(e.n, 8))
 	}
-	e.n++
 	l.mu.since++
 	l.mu.hedges = min(hedgeBurst, l.mu.hedges+1.0/hedgeShare)
 }
@@ -162,19 +168,33 @@ func (l *Latencies) boundLocked() time.Duration {
 }
 
 // Avoid reports whether a read of drive id should be replaced by parity
-// from the start: the drive is slow (see Latencies). Once per
-// slowRetry it says no anyway, so the drive is measured again.
-func (l *Latencies) Avoid(id placement.DriveID, now time.Time) bool {
+// from the start: the drive is slow (see Latencies).
+func (l *Latencies) Avoid(id placement.DriveID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.slowLocked(l.mu.drives[id])
+}
+
+func (l *Latencies) slowLocked(e *driveLatency) bool {
+	l.boundLocked()
+	return e != nil && e.n >= latencyMinSamples && e.srtt > l.mu.slow && e.last > l.mu.slow
+}
+
+// Probe reports whether drive id, which Avoid leaves out, is due a probe
+// read (Fetch.Probes), and counts it if so: when slowRetry has passed
+// since its last sample or probe, so that its estimate follows it when it
+// recovers. A probe is read beside the parity that stands in for the
+// drive and never waited for: a slow drive's read among those a stripe
+// needs would hold the stripe for as long as the drive takes, since a
+// read is late only after twice the median drive's high latency, about
+// what a drive slowed by a few times the typical read takes anyway.
+func (l *Latencies) Probe(id placement.DriveID, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.mu.drives[id]
-	l.boundLocked()
-	if e == nil || e.n < latencyMinSamples || e.srtt <= l.mu.slow {
+	if !l.slowLocked(e) || now.Sub(e.seen) < slowRetry {
 		return false
 	}
-	if now.Sub(e.tried) >= slowRetry {
-		e.tried = now
-		return false
-	}
+	e.seen = now
 	return true
 }

@@ -8,8 +8,9 @@ import (
 )
 
 // TestLatencies: the hedging bound follows the typical drive, not the slow
-// one; the slow drive is avoided, but let through once per slowRetry so
-// that its recovery is seen, and is no longer avoided once it is fast.
+// one; the slow drive is avoided, and is due a probe read once per
+// slowRetry so that its recovery is seen, and is no longer avoided once it
+// is fast.
 func TestLatencies(t *testing.T) {
 	l := NewLatencies(5*time.Millisecond, 4)
 	if b := l.Bound(1); b != latencyColdBound {
@@ -33,23 +34,54 @@ func TestLatencies(t *testing.T) {
 		t.Fatalf("the slow drive's bound is %v, want the typical drive's %v", bs, b)
 	}
 	now := time.Now()
-	if l.Avoid(1, now) {
-		t.Fatal("a typical drive is avoided")
+	if l.Avoid(1) || l.Probe(1, now.Add(slowRetry)) {
+		t.Fatal("a typical drive is avoided or probed")
 	}
-	if l.Avoid(slow, now) {
-		t.Fatal("the slow drive's first read in slowRetry was not let through")
-	}
-	if !l.Avoid(slow, now.Add(time.Millisecond)) {
+	if !l.Avoid(slow) {
 		t.Fatal("the slow drive is not avoided")
 	}
-	if l.Avoid(slow, now.Add(slowRetry)) {
-		t.Fatal("the slow drive was not let through again after slowRetry")
+	if l.Probe(slow, now) {
+		t.Fatal("the slow drive is probed just after it was read")
+	}
+	if !l.Probe(slow, now.Add(slowRetry)) {
+		t.Fatal("the slow drive is not probed slowRetry after it was read")
+	}
+	if l.Probe(slow, now.Add(slowRetry+time.Millisecond)) || !l.Avoid(slow) {
+		t.Fatal("the slow drive is probed twice in slowRetry, or no longer avoided before its probe answered")
+	}
+	if !l.Probe(slow, now.Add(2*slowRetry)) {
+		t.Fatal("the slow drive is not probed again after slowRetry")
 	}
 	for range 60 {
 		l.Observe(slow, 2*time.Millisecond)
 	}
-	if l.Avoid(slow, now.Add(slowRetry+time.Millisecond)) {
-		t.Fatal("the drive is still avoided after it recovered")
+	if l.Avoid(slow) || l.Probe(slow, now.Add(4*slowRetry)) {
+		t.Fatal("the drive is still avoided or probed after it recovered")
+	}
+}
+
+// TestLatenciesJudgeFromSecondSample: a new estimator judges a drive slow
+// from its second read, once three peers have two each; one slow read
+// among fast ones does not make a drive slow.
+func TestLatenciesJudgeFromSecondSample(t *testing.T) {
+	l := NewLatencies(time.Millisecond, 2)
+	const slow, hiccup = placement.DriveID(5), placement.DriveID(4)
+	for round := range 2 {
+		for id := range placement.DriveID(6) {
+			d := 10 * time.Millisecond
+			if id == slow || (id == hiccup && round == 0) {
+				d = 250 * time.Millisecond
+			}
+			l.Observe(id, d)
+		}
+	}
+	if !l.Avoid(slow) {
+		t.Fatal("a drive whose two reads took 25 times its peers' is not avoided")
+	}
+	for id := range placement.DriveID(6) {
+		if id != slow && l.Avoid(id) {
+			t.Fatalf("drive %v is avoided (its reads: 250ms then 10ms for drive %v, 10ms for the others)", id, hiccup)
+		}
 	}
 }
 
@@ -69,7 +101,7 @@ func TestLatenciesOwnBound(t *testing.T) {
 			l.Observe(id, d)
 		}
 	}
-	if l.Avoid(busy, time.Now()) {
+	if l.Avoid(busy) {
 		t.Fatal("the busy drive counts as slow: the test proves nothing")
 	}
 	typical, own, unknown := l.Bound(1), l.Bound(busy), l.Bound(99)
