@@ -16,6 +16,7 @@ import (
 
 	"poolfs/internal/client"
 	"poolfs/internal/cluster"
+	"poolfs/internal/clustermap"
 	"poolfs/internal/placement"
 	"poolfs/internal/storage"
 )
@@ -42,6 +43,10 @@ type degradedRun struct {
 	MiBs  []float64 `json:"mib_s"` // every repetition
 	Best  float64   `json:"best_mib_s"`
 	Ratio float64   `json:"ratio_to_healthy"`
+	// DriveReads is, for every repetition, the fragment reads that the
+	// drive slowed and then taken down answered during the read (-1: not
+	// known, the drive being down): the reads that can hold a stripe.
+	DriveReads []int64 `json:"drive_reads"`
 }
 
 // addBenchDegraded adds `bench degraded` to the bench command of root.
@@ -152,18 +157,29 @@ func runDegradedBench(ctx context.Context, o degradedOpts) ([]degradedRun, error
 					return nil, err
 				}
 			}
+			before := driveReads(ctx, c, id)
 			mibs, err := readOnce(ctx, dir, want, o.inFlight)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", cd.name, err)
+			}
+			reads := driveReads(ctx, c, id)
+			if reads >= 0 && before >= 0 {
+				reads -= before
+			} else {
+				reads = -1
 			}
 			for _, f := range cd.end {
 				if err := c.Mgmt.DriveFault(ctx, f); err != nil {
 					return nil, err
 				}
 			}
+			if err := waitDriveUp(ctx, c, id); err != nil {
+				return nil, fmt.Errorf("after %s: %w", cd.name, err)
+			}
 			runs[i].Name = cd.name
 			runs[i].MiBs = append(runs[i].MiBs, mibs)
-			fmt.Printf("  round %d: %-26s %8.1f MiB/s\n", rep+1, cd.name, mibs)
+			runs[i].DriveReads = append(runs[i].DriveReads, reads)
+			fmt.Printf("  round %d: %-26s %8.1f MiB/s  %v reads %s\n", rep+1, cd.name, mibs, id, readCount(reads))
 		}
 	}
 	for i := range runs {
@@ -172,6 +188,53 @@ func runDegradedBench(ctx context.Context, o degradedOpts) ([]degradedRun, error
 		fmt.Printf("%-26s best %8.1f MiB/s  ratio to healthy %.2f\n", runs[i].Name, runs[i].Best, runs[i].Ratio)
 	}
 	return runs, nil
+}
+
+// waitDriveUp waits until the map says drive id is up: a drive taken down
+// and brought back is marked up only once the failure detector no longer
+// flags it slow (its probes while it was slowed did), and the next
+// condition, healthy first, must not find it down.
+func waitDriveUp(ctx context.Context, c *cluster.Cluster, id placement.DriveID) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := c.Mgmt.Map(ctx)
+		if err != nil {
+			return err
+		}
+		d, err := m.Drive(id)
+		if err != nil {
+			return err
+		}
+		if d.State == clustermap.StateUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("drive %v is still %s after 30s", id, d.State)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// driveReads returns the fragment reads drive id has answered since its
+// server opened it, or -1 if it is not up or does not say.
+func driveReads(ctx context.Context, c *cluster.Cluster, id placement.DriveID) int64 {
+	ds, err := c.Mgmt.DriveIO(ctx)
+	if err != nil {
+		return -1
+	}
+	for _, d := range ds {
+		if d.ID == id.String() && d.Error == "" {
+			return d.Reads
+		}
+	}
+	return -1
+}
+
+func readCount(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return fmt.Sprint(n)
 }
 
 // readOnce reads the bench file with a new client (no latency history) and
