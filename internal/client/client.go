@@ -139,9 +139,10 @@ type Options struct {
 	// stripes, the bytes of extents since folded or overwritten
 	// included, as long as one extent keeps a log stripe): beyond it the
 	// background fold writes the stripes with extents in the oldest log
-	// stripes as new generations, and beyond 9/8 of it a writer waits
-	// for the folds (fold.go); 0: DefaultDeltaBudget or 5/8 of the
-	// file's size, whichever is larger.
+	// stripes as new generations, and beyond 9/8 of it (the log stripes
+	// of write-backs in flight included) a writer waits for the folds
+	// (fold.go); 0: DefaultDeltaBudget or half the file's size,
+	// whichever is larger.
 	DeltaBudget int64
 	// FoldsInFlight bounds the stripes the client folds at once (default
 	// DefaultFoldsInFlight).

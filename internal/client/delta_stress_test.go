@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"poolfs/internal/client"
 	"poolfs/internal/meta"
@@ -206,4 +207,59 @@ func TestFoldAtWriteBack(t *testing.T) {
 		t.Fatalf("second write-back wrote %d bytes to the drives, more than the stripe's %d", w, raw)
 	}
 	checkFile(t, fresh(conn), ino, ref, "after the fold at write-back")
+}
+
+// TestFoldForBudgetFreesOldestLogs: when the delta log passes its budget,
+// the folds take the stripes with extents in the oldest log stripe, and
+// count every log stripe those folds empty (here the later write-back of
+// the same stripes): the log is then back under 7/8 of the budget and
+// no other stripe is folded. Folding on, as if only the oldest log stripe
+// were freed, folded the next region too (and, with a log of many
+// regions, the whole file at once: every old generation and the whole
+// log on the drives at the same time, waiting for the collector).
+func TestFoldForBudgetFreesOldestLogs(t *testing.T) {
+	const (
+		sb      = testK * testUnit
+		regions = 4 // of 4 stripes each: one write-back writes one region
+		round   = 4 * 2 * 4096
+	)
+	// Five write-backs of round bytes pass the budget; the log stripes of
+	// the first and the fifth (region 0) are freed by folding region 0.
+	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: 9 * round / 2})
+	ctx := context.Background()
+	f, ref := written(t, conn, "f", regions*4*sb)
+	ino := f.Attr().Ino
+	for r := range 5 {
+		region := r % regions
+		for s := region * 4; s < region*4+4; s++ {
+			for _, at := range []int{r * 8192, sb / 2} {
+				off := s*sb + at
+				p := randomPiece(4096)
+				if _, err := f.WriteAt(ctx, p, int64(off)); err != nil {
+					t.Fatal(err)
+				}
+				copy(ref[off:], p)
+			}
+		}
+		if err := f.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Log stripe numbers grow with time in steps of 1/16 s (and
+		// are random within one): one step between write-backs.
+		time.Sleep(time.Second / 16)
+	}
+	f.WaitFolds()
+	recs, err := conn.Meta.Stripes(ctx, ino, 0, meta.LogStripeBase-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if folded := r.Stripe < 4; folded != (len(r.Deltas) == 0) {
+			t.Errorf("stripe %d has %d extents after the fold for the budget; want the 4 stripes of the oldest log stripe folded, and only those", r.Stripe, len(r.Deltas))
+		}
+	}
+	if n := logBytes(t, conn, ino); n != 3*round {
+		t.Errorf("the log stripes hold %d bytes after the fold, want %d (the second to fourth write-backs)", n, 3*round)
+	}
+	checkFile(t, fresh(conn), ino, ref, "after the fold for the budget")
 }

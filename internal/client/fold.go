@@ -58,6 +58,10 @@ type foldState struct {
 	logs     map[uint64]*logUse
 	inLogs   map[uint64][]uint64
 	logBytes int64
+	// pending is the bytes that the batches in flight pack into log
+	// stripes (as far as the File knew at hand-over): on the drives
+	// before their commit adds them to logBytes.
+	pending int64
 }
 
 // logUse is a log stripe: its length and the stripes with extents in it.
@@ -154,11 +158,12 @@ func (f *File) budgetLocked() int64 {
 }
 
 // deltaBudgetShare is the default delta budget's share of the file's
-// size, in eighths. Random writes all over a file fold each stripe about
-// once per turn of the log, when its extents hold about budget/size of
-// it: at 5/8 a fold costs (K+M)/K × 8/5 drive bytes per delta byte (2 at
-// 8+2), and the log's own write (K+M)/K more.
-const deltaBudgetShare = 5
+// size, in eighths. At 4/8 the log at its cap (9/8 of the budget) holds
+// at most 9/16 of the file's size: its raw bytes stay near half of the
+// file's (docs/small-writes.md, "Space"). Random writes all over a file
+// fold each region of stripes about once per turn of the log, when its
+// stripes' extents hold more than budget/size of them.
+const deltaBudgetShare = 4
 
 // scheduleFoldsLocked starts the folds that are due: the stripes whose
 // extents cover foldCover of them or number foldExtents; and, while the
@@ -175,46 +180,70 @@ func (f *File) scheduleFoldsLocked() {
 		}
 	}
 	if budget := f.budgetLocked(); fs.logBytes > budget {
-		folding := func(s uint64) bool { return due[s] || fs.running[s] }
-		order := make([]uint64, 0, len(fs.logs))
-		for l := range fs.logs {
-			order = append(order, l)
-		}
-		slices.Sort(order)
-		// What is left once the folds due and running end.
-		left := fs.logBytes
-		freed := func(u *logUse) bool {
-			for s := range u.stripes {
-				if !folding(s) {
-					return false
-				}
-			}
-			return true
-		}
-		for _, l := range order {
-			if freed(fs.logs[l]) {
-				left -= fs.logs[l].len
-			}
-		}
-		for _, l := range order {
-			if left <= budget*7/8 {
-				break
-			}
-			u := fs.logs[l]
-			if freed(u) {
-				continue
-			}
-			for s := range u.stripes {
-				if fs.bytes[s] > 0 {
-					due[s] = true
-				}
-			}
-			left -= u.len
-		}
+		f.dueForBudgetLocked(due, budget)
 	}
 	for s := range due {
 		fs.running[s] = true
 		go f.foldInBackground(s)
+	}
+}
+
+// dueForBudgetLocked adds to due the stripes with extents in the oldest
+// log stripes, oldest first, until what the log keeps once the folds due
+// and running end is at most 7/8 of budget. A log stripe is freed once
+// every stripe with extents in it is folded, and the stripes of the
+// oldest one have extents in later ones too (a write-back packs its
+// stripes in order, so the log stripes of every write-back that touched
+// the same stripes go with them): each choice counts every log stripe it
+// frees. (Counting only the one chosen, the folds went on to the next
+// oldest until the whole file was folded at once, and the log and the
+// old generations of every stripe went to the collector together.)
+func (f *File) dueForBudgetLocked(due map[uint64]bool, budget int64) {
+	fs := &f.mu.fold
+	folding := func(s uint64) bool { return due[s] || fs.running[s] }
+	order := make([]uint64, 0, len(fs.logs))
+	for l := range fs.logs {
+		order = append(order, l)
+	}
+	slices.Sort(order)
+	left := fs.logBytes // what is left once the folds due and running end
+	gone := map[uint64]bool{}
+	// count takes the log stripes of logs that the folds free off left.
+	count := func(logs []uint64) {
+		for _, l := range logs {
+			u := fs.logs[l]
+			if gone[l] || u == nil {
+				continue
+			}
+			freed := true
+			for s := range u.stripes {
+				if !folding(s) {
+					freed = false
+					break
+				}
+			}
+			if freed {
+				gone[l] = true
+				left -= u.len
+			}
+		}
+	}
+	count(order)
+	for _, l := range order {
+		if left <= budget*7/8 {
+			return
+		}
+		if gone[l] {
+			continue
+		}
+		var touched []uint64
+		for s := range fs.logs[l].stripes {
+			if !folding(s) && fs.bytes[s] > 0 {
+				due[s] = true
+				touched = append(touched, fs.inLogs[s]...)
+			}
+		}
+		count(touched)
 	}
 }
 
@@ -240,14 +269,16 @@ func (f *File) foldInBackground(s uint64) {
 	f.wb.idle.Broadcast() // WaitFolds, and writers held back (foldBackpressureLocked)
 }
 
-// foldBackpressureLocked holds a writer back while the File's delta log
-// is more than an eighth over its budget and folds are running: a writer
-// faster than the folds (random writes all over a large file) then goes
-// at their pace, so that the log, and the space it takes on the drives,
-// stays bounded. Only writes that wrote back call it (never a
-// TryWriteAtFor); f.mu is released while it waits.
+// foldBackpressureLocked holds a writer back while the File's delta log,
+// the log stripes of the batches in flight included, is more than an
+// eighth over its budget and folds are running: a writer faster than the
+// folds (random writes all over a large file) then goes at their pace, so
+// that the log, and the space it takes on the drives, stays bounded.
+// Only writes that wrote back call it (never a TryWriteAtFor); f.mu is
+// released while it waits.
 func (f *File) foldBackpressureLocked() {
-	for f.mu.fold.logBytes > f.budgetLocked()*9/8 && len(f.mu.fold.running) > 0 {
+	fs := &f.mu.fold
+	for fs.logBytes+fs.pending > f.budgetLocked()*9/8 && len(fs.running) > 0 {
 		f.wb.idle.Wait()
 	}
 }

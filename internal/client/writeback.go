@@ -52,9 +52,10 @@ type batch struct {
 	todo  []uint64                // their numbers, sorted
 	// logged are the stripes that go to the delta log as far as the File
 	// knew at hand-over (deltaGuessLocked); the records decide at commit.
-	logged []uint64
-	after  []chan struct{} // earlier background writes of these stripes
-	done   chan struct{}   // closed once the batch ended
+	logged   []uint64
+	logBytes int64           // their bytes, counted in f.mu.fold.pending until the batch ends
+	after    []chan struct{} // earlier background writes of these stripes
+	done     chan struct{}   // closed once the batch ended
 
 	lay         meta.Layout
 	ino         meta.Ino
@@ -108,8 +109,10 @@ func (f *File) writebackAsyncLocked() {
 		}
 		if f.deltaGuessLocked(s, b.dirty[s]) {
 			b.logged = append(b.logged, s)
+			b.logBytes += int64(b.dirty[s].bytes())
 		}
 	}
+	f.mu.fold.pending += b.logBytes
 	f.mu.batches = append(f.mu.batches, b)
 	f.wb.running++
 	go f.runBatch(b)
@@ -162,6 +165,7 @@ func (f *File) runBatch(b *batch) {
 		f.unholdLocked(d, err == nil)
 		d.release()
 	}
+	f.mu.fold.pending -= b.logBytes
 	f.mu.batches = slices.DeleteFunc(f.mu.batches, func(o *batch) bool { return o == b })
 	close(b.done)
 	f.wb.running--
