@@ -47,6 +47,9 @@ type Namespace interface {
 // generations and drives.
 type Stripes interface {
 	Stripes(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
+	// StripeHeads is Stripes with a summary of each record's extents
+	// (StripeRec.Sum) in place of the extents (meta.Store.StripeHeads).
+	StripeHeads(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
 	CommitStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit, newSize uint64, mtime int64) (meta.Attr, error)
 	PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error)
 	// DropStripes removes the committed stripes in [first, last] (a hole

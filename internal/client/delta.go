@@ -55,10 +55,7 @@ func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
 	if !f.deltaFits(d, old, sb) {
 		return false
 	}
-	n := int64(d.bytes())
-	for _, x := range old.Deltas {
-		n += int64(x.Len)
-	}
+	n := int64(d.bytes()) + old.DeltaSum().Bytes
 	return 4*n < foldCover*sb
 }
 
@@ -191,10 +188,23 @@ func (f *File) logDeltasLocked(ctx context.Context, todo []uint64, cur map[uint6
 // a write-back of a few stripes scattered over a file does not read the
 // records and extents of every stripe between them.
 func (c *Client) stripeRecords(ctx context.Context, ino meta.Ino, todo []uint64) (map[uint64]meta.StripeRec, error) {
+	return recordsOf(ctx, ino, todo, c.meta.Stripes)
+}
+
+// stripeHeads is stripeRecords with the summary of each record's extents
+// (StripeRec.Sum) in place of the extents: what a write-back needs to
+// commit extents over the records, and to know when to fold, without
+// reading every extent of every stripe it touches.
+func (c *Client) stripeHeads(ctx context.Context, ino meta.Ino, todo []uint64) (map[uint64]meta.StripeRec, error) {
+	return recordsOf(ctx, ino, todo, c.meta.StripeHeads)
+}
+
+// recordsOf is stripeRecords with the records read by get.
+func recordsOf(ctx context.Context, ino meta.Ino, todo []uint64, get func(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)) (map[uint64]meta.StripeRec, error) {
 	cur := make(map[uint64]meta.StripeRec, len(todo))
 	if first, last := todo[0], todo[len(todo)-1]; uint64(len(todo))*4 >= last-first+1 {
 		// Dense: one call for the range costs less than a call a run.
-		recs, err := c.meta.Stripes(ctx, ino, first, last)
+		recs, err := get(ctx, ino, first, last)
 		for _, r := range recs {
 			cur[r.Stripe] = r
 		}
@@ -205,7 +215,7 @@ func (c *Client) stripeRecords(ctx context.Context, ino meta.Ino, todo []uint64)
 		for j < len(todo) && todo[j] == todo[j-1]+1 {
 			j++
 		}
-		recs, err := c.meta.Stripes(ctx, ino, todo[i], todo[j-1])
+		recs, err := get(ctx, ino, todo[i], todo[j-1])
 		if err != nil {
 			return nil, err
 		}

@@ -93,14 +93,17 @@
 // states the last extent its writer read, so no extent is lost to a
 // concurrent rewrite. The handle folds stripes with many extents into
 // new generations in the background, and, while the file's log stripes
-// pass Options.DeltaBudget, the stripes with extents in the oldest ones
-// (so the log is a ring of that size); a fold keeps the extents committed
+// pass Options.DeltaBudget, the stripes with extents in the oldest ones,
+// as few as bring it back under 7/8 of the budget (so the log is a ring
+// of that size, and a writer waits while it, with the batches in flight,
+// passes 9/8 of it); a fold keeps the extents committed
 // after it read its stripe, and one that crashes or conflicts leaves the
 // extents in force and its fragments as garbage. A writer that passes the File's
 // limit of dirty bytes hands its dirty stripes to the background as one
 // batch and goes on (writeback.go; up to 4 batches per File): a batch
 // writes its log stripes at once, waits for the earlier background
-// writes of its stripes, then commits over the records as they are then,
+// writes of its stripes, then commits over the records as they are then
+// (read with a summary of each stripe's extents, not the extents),
 // so the commits of one stripe land in the order of its writes; reads
 // lay a batch's bytes over the committed ones until it ends.
 //

@@ -136,11 +136,10 @@ func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, lo
 		}
 	}
 	for _, s := range todo {
-		b, k := add[s], n[s]
-		for _, d := range cur[s].Deltas {
-			b += int64(d.Len)
-			k++
-			use(s, d.Log, int64(d.LogRec.Len))
+		sum := cur[s].DeltaSum()
+		b, k := add[s]+sum.Bytes, n[s]+sum.Extents
+		for _, l := range sum.Logs {
+			use(s, l.Log, int64(l.Len))
 		}
 		f.mu.fold.set(s, b, k)
 		f.mu.fold.setLogs(s, in[s])

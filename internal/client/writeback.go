@@ -197,7 +197,7 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 	}
 	var merged []uint64
 	for attempt := 0; ; attempt++ {
-		cur, err := f.c.stripeRecords(ctx, b.ino, b.todo)
+		cur, err := f.c.stripeHeads(ctx, b.ino, b.todo)
 		if err != nil {
 			f.c.discard(ctx, b.ino, commits)
 			return res, err
@@ -245,7 +245,7 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 	if len(merged) == 0 {
 		return res, nil
 	}
-	gens, a, err := f.mergeStripes(ctx, b, merged, res.cur)
+	gens, a, err := f.mergeStripes(ctx, b, merged)
 	if err != nil {
 		return res, err
 	}
@@ -287,17 +287,15 @@ func (f *File) deltaFits(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
 }
 
 // mergeStripes writes stripes todo of b as new generations, each the
-// committed stripe (cur, with its extents) with b's bytes laid over it,
-// and commits them in one transaction; on a conflict it reads the
+// committed stripe (its record read with its extents) with b's bytes laid
+// over it, and commits them in one transaction; on a conflict it reads the
 // records again and merges anew. It returns the generations committed.
-func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64, cur map[uint64]meta.StripeRec) (map[uint64]uint64, meta.Attr, error) {
+func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64) (map[uint64]uint64, meta.Attr, error) {
 	sb := StripeBytes(b.lay)
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			var err error
-			if cur, err = f.c.stripeRecords(ctx, b.ino, todo); err != nil {
-				return nil, meta.Attr{}, err
-			}
+		cur, err := f.c.stripeRecords(ctx, b.ino, todo)
+		if err != nil {
+			return nil, meta.Attr{}, err
 		}
 		commits, err := f.writeStripesEach(ctx, b.lay, b.ino, "write", todo, func(ctx context.Context, s uint64, sbuf *stripeBuf) (meta.StripeCommit, error) {
 			old, had := cur[s]

@@ -273,3 +273,29 @@ func TestDeltaRecordChecksum(t *testing.T) {
 		}
 	}
 }
+
+func FuzzDecodeDeltaSum(f *testing.F) {
+	f.Add(encodeDeltaSum(7, 3, &DeltaSummary{Extents: 3, Bytes: 12288, LastSeq: 9,
+		Logs: []LogLen{{LogStripeBase | 5, 1 << 20}, {LogStripeBase | 8, 4096}}}))
+	f.Add([]byte{1, 1, 1, 1, 1, 0x80, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := decodeDeltaSum(7, 3, b)
+		if err != nil {
+			return
+		}
+		if s.Extents == 0 || len(s.Logs) == 0 || len(s.Logs) > s.Extents {
+			t.Fatalf("accepted %+v", s)
+		}
+		for i, l := range s.Logs {
+			if !IsLogStripe(l.Log) || i > 0 && l.Log <= s.Logs[i-1].Log {
+				t.Fatalf("accepted log stripes %+v", s.Logs)
+			}
+		}
+		if s2, err := decodeDeltaSum(7, 3, encodeDeltaSum(7, 3, &s)); err != nil || !reflect.DeepEqual(s, s2) {
+			t.Fatalf("round trip: %+v != %+v (%v)", s2, s, err)
+		}
+		if _, err := decodeDeltaSum(7, 4, b); err == nil {
+			t.Fatal("a summary decoded under another stripe's key")
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"reflect"
 	"slices"
 )
 
@@ -126,11 +127,13 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 		if conflicts != nil {
 			return newConflict(ino, conflicts)
 		}
-		seqs := map[uint64]uint64{}
+		sums := map[uint64]*DeltaSummary{}
 		for st := range bases {
-			if seqs[st], err = o.lastDeltaSeq(ino, st); err != nil {
+			sum, err := o.deltaSum(ino, st)
+			if err != nil {
 				return err
 			}
+			sums[st] = &sum
 		}
 		u := o.usage(ino, logs[0].Rec.Stripe)
 		var grow int64
@@ -145,14 +148,20 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 			grow += rec.raw()
 			var live uint64
 			for _, d := range l.Deltas {
-				seqs[d.Stripe]++
-				d.Seq, d.Log = seqs[d.Stripe], l.Rec.Stripe
+				sum := sums[d.Stripe]
+				d.Seq, d.Log = sum.LastSeq+1, l.Rec.Stripe
 				if err := o.tx.Put(deltaKey(ino, d.Stripe, d.Seq), encodeDelta(ino, &d)); err != nil {
 					return err
 				}
+				sum.add(d, l.Rec.Len)
 				live += uint64(d.Len)
 			}
 			if err := o.tx.Put(logLiveKey(ino, l.Rec.Stripe), encodeU64(live)); err != nil {
+				return err
+			}
+		}
+		for st, sum := range sums {
+			if err := o.putDeltaSum(ino, st, sum); err != nil {
 				return err
 			}
 		}
@@ -231,26 +240,6 @@ func (o *op) deltas(ino Ino, first, last uint64) ([]Delta, error) {
 	return out, err
 }
 
-// lastDeltaSeq returns the sequence number of the last extent of stripe
-// st of ino (0: none), from the keys alone (the extents' values are
-// decoded where they are read).
-func (o *op) lastDeltaSeq(ino Ino, st uint64) (uint64, error) {
-	var last uint64
-	var derr error
-	err := o.tx.Scan(deltaStripeKey(ino, st), deltaStripeKey(ino, st+1), 0, func(k, _ []byte) bool {
-		if len(k) != 25 {
-			derr = fmt.Errorf("delta key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
-			return false
-		}
-		last = binary.BigEndian.Uint64(k[17:])
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	return last, err
-}
-
 // foldDeltas deletes the extents of stripe st of ino with sequence
 // numbers up to upTo (FoldAll: all), as dropDeltas does, and sets the
 // BaseGen of those after them to gen, the generation that replaced the
@@ -258,6 +247,10 @@ func (o *op) lastDeltaSeq(ino Ino, st uint64) (uint64, error) {
 func (o *op) foldDeltas(ino Ino, st, upTo, gen uint64, u *usageDelta) error {
 	ds, err := o.deltas(ino, st, st)
 	if err != nil || len(ds) == 0 {
+		return err
+	}
+	old, err := o.deltaSum(ino, st)
+	if err != nil {
 		return err
 	}
 	cut := len(ds)
@@ -273,8 +266,10 @@ func (o *op) foldDeltas(ino Ino, st, upTo, gen uint64, u *usageDelta) error {
 			return err
 		}
 	}
-	_, err = o.dropExtents(ino, ds[:cut], u)
-	return err
+	if _, err = o.dropExtents(ino, ds[:cut], u); err != nil {
+		return err
+	}
+	return o.resum(ino, st, ds[cut:], old)
 }
 
 // dropDeltas deletes the extents of stripes first to last of ino (<
@@ -289,15 +284,22 @@ func (o *op) dropDeltas(ino Ino, first, last uint64, u *usageDelta) (map[uint64]
 	return o.dropExtents(ino, ds, u)
 }
 
-// dropExtents is dropDeltas of the extents ds.
+// dropExtents is dropDeltas of the extents ds. It deletes the summaries
+// of their stripes (a caller that keeps some of a stripe's extents
+// stores their summary after it).
 func (o *op) dropExtents(ino Ino, ds []Delta, u *usageDelta) (map[uint64]bool, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
 	less := map[uint64]uint64{}
-	for _, d := range ds {
+	for i, d := range ds {
 		if err := o.tx.Delete(deltaKey(ino, d.Stripe, d.Seq)); err != nil {
 			return nil, err
+		}
+		if i == 0 || d.Stripe != ds[i-1].Stripe {
+			if err := o.tx.Delete(deltaSumKey(ino, d.Stripe)); err != nil {
+				return nil, err
+			}
 		}
 		less[d.Log] += uint64(d.Len)
 	}
@@ -522,5 +524,61 @@ func (o *op) checkDeltas() ([]NamespaceProblem, error) {
 			bad(lr.ino, "log stripe %#x: live count %d and no extents", lr.log, n)
 		}
 	}
-	return probs, nil
+	sumProbs, err := o.checkDeltaSums(ds, inos)
+	return append(probs, sumProbs...), err
+}
+
+// checkDeltaSums checks the summaries against the extents ds (of the
+// inodes inos): every summary decodes and equals its stripe's extents
+// (count, bytes, last sequence number, log stripes and their lengths),
+// and no summary is left of a stripe without extents. A stripe with
+// extents and no summary (committed before summaries were kept) is
+// fine.
+func (o *op) checkDeltaSums(ds []Delta, inos []Ino) ([]NamespaceProblem, error) {
+	var probs []NamespaceProblem
+	type stripeRef struct {
+		ino    Ino
+		stripe uint64
+	}
+	want := map[stripeRef]*DeltaSummary{}
+	unknown := map[stripeRef]bool{}
+	lens := map[Ino]map[uint64]uint32{}
+	for i, d := range ds {
+		sr := stripeRef{inos[i], d.Stripe}
+		if want[sr] == nil {
+			want[sr] = &DeltaSummary{}
+		}
+		if lens[sr.ino] == nil {
+			lens[sr.ino] = map[uint64]uint32{}
+		}
+		l, err := o.logLen(sr.ino, d.Log, lens[sr.ino])
+		if errors.Is(err, ErrCorrupt) {
+			unknown[sr] = true // a missing log stripe: checkDeltas reports it
+		} else if err != nil {
+			return nil, err
+		}
+		want[sr].add(d, l)
+	}
+	p := []byte{pDeltaSum}
+	err := o.tx.Scan(p, prefixEnd(p), 0, func(k, v []byte) bool {
+		if len(k) != 17 {
+			probs = append(probs, NamespaceProblem{Kind: ProblemDelta, Detail: fmt.Sprintf("delta summary key of %d bytes", len(k))})
+			return true
+		}
+		sr := stripeRef{Ino(binary.BigEndian.Uint64(k[1:])), binary.BigEndian.Uint64(k[9:])}
+		bad := func(f string, a ...any) {
+			probs = append(probs, NamespaceProblem{Kind: ProblemDelta, Ino: sr.ino, Detail: fmt.Sprintf(f, a...)})
+		}
+		got, err := decodeDeltaSum(sr.ino, sr.stripe, v)
+		switch w := want[sr]; {
+		case err != nil:
+			bad("%v", err)
+		case w == nil:
+			bad("summary of stripe %d, which has no extents", sr.stripe)
+		case !unknown[sr] && !reflect.DeepEqual(got, *w):
+			bad("summary of stripe %d is %+v, its extents make %+v", sr.stripe, got, *w)
+		}
+		return true
+	})
+	return probs, err
 }

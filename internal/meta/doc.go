@@ -65,6 +65,8 @@
 //	n <ino:8>                     inode-count mark not yet folded into the
 //	                              shards: +1 from ino's create, -1 from the
 //	                              removal of an inode already folded
+//	E <ino:8> <stripe:8>          summary of a stripe's extents: count,
+//	                              bytes, last seq, log stripes (delta_sum.go)
 //
 // Values use a versioned compact binary encoding (codec.go) whose
 // decoders are fuzzed. Stripe records (format 3) end with a CRC32C of
@@ -145,7 +147,9 @@
 //   - Every delta extent applies over its stripe's committed generation
 //     and lies within it and its log stripe; every log stripe has an L
 //     count equal to the bytes its extents reference, and that count is
-//     above 0 (deltas.go).
+//     above 0 (deltas.go). A stripe with extents has an E summary equal
+//     to them (or, for extents committed before summaries were kept,
+//     none until their next change); one without has none (delta_sum.go).
 //   - Every generation that was committed and is no longer reachable has a
 //     GC queue item, written in the transaction that unlinked it.
 //   - Statfs is exact: the inode-count shards plus the marks equal the

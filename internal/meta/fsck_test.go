@@ -158,9 +158,15 @@ func TestCheckDeltas(t *testing.T) {
 		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{p}, uint64(f.Ino)), stripe)
 	}
 	err = e.Update(ctx, func(tx meta.Tx) error {
+		sum, err := tx.Get(key('E', 0))
+		if err != nil {
+			return err
+		}
 		return errors.Join(
 			tx.Put(key('L', meta.LogStripeBase), binary.BigEndian.AppendUint64(nil, 7)), // count 7, extents 100
 			tx.Delete(key('s', meta.LogStripeBase+1)),                                   // log stripe record gone
+			tx.Put(key('E', 0), append(sum[:len(sum)-1:len(sum)-1], sum[len(sum)-1]^1)), // summary damaged
+			tx.Put(key('E', 5), sum), // and one of a stripe without extents
 		)
 	})
 	if err != nil {
@@ -170,7 +176,12 @@ func TestCheckDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(probs) != 2 || probs[0].Kind != meta.ProblemDelta || probs[1].Kind != meta.ProblemDelta {
+	if len(probs) != 4 {
 		t.Fatalf("problems: %v", probs)
+	}
+	for _, p := range probs {
+		if p.Kind != meta.ProblemDelta {
+			t.Fatalf("problems: %v", probs)
+		}
 	}
 }

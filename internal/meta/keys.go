@@ -5,21 +5,22 @@ import "encoding/binary"
 // Key prefixes, one byte per record kind. Integers in keys are big-endian so
 // that bytewise order is numeric order. See doc.go for the full schema.
 const (
-	pCounter = 'c' // c name                         -> counter value
-	pInode   = 'i' // i ino                          -> inode record
-	pDirent  = 'd' // d parent name                  -> dirent value (ino, type)
-	pStripe  = 's' // s ino stripe                   -> stripe record
-	pPG      = 'p' // p pool pg ino stripe gen       -> empty
-	pGC      = 'g' // g seq                          -> gc record
-	pOpen    = 'o' // o ino                          -> open count
-	pUsage   = 'u' // u pool shard                   -> signed used raw bytes
-	pLimit   = 'l' // l pool                         -> limit raw bytes
-	pBlob    = 'b' // b name                         -> version, data
-	pEvent   = 'e' // e seq                          -> event record
-	pXattr   = 'x' // x ino name                     -> xattr value
-	pDelta   = 'D' // D ino stripe seq               -> delta extent
-	pLogLive = 'L' // L ino logstripe                -> bytes its extents reference
-	pCount   = 'n' // n ino                          -> signed count of one inode, not yet folded
+	pCounter  = 'c' // c name                         -> counter value
+	pInode    = 'i' // i ino                          -> inode record
+	pDirent   = 'd' // d parent name                  -> dirent value (ino, type)
+	pStripe   = 's' // s ino stripe                   -> stripe record
+	pPG       = 'p' // p pool pg ino stripe gen       -> empty
+	pGC       = 'g' // g seq                          -> gc record
+	pOpen     = 'o' // o ino                          -> open count
+	pUsage    = 'u' // u pool shard                   -> signed used raw bytes
+	pLimit    = 'l' // l pool                         -> limit raw bytes
+	pBlob     = 'b' // b name                         -> version, data
+	pEvent    = 'e' // e seq                          -> event record
+	pXattr    = 'x' // x ino name                     -> xattr value
+	pDelta    = 'D' // D ino stripe seq               -> delta extent
+	pLogLive  = 'L' // L ino logstripe                -> bytes its extents reference
+	pCount    = 'n' // n ino                          -> signed count of one inode, not yet folded
+	pDeltaSum = 'E' // E ino stripe                  -> summary of its delta extents
 )
 
 // Counter names (keys are pCounter + name).

@@ -121,6 +121,10 @@ type StripeRec struct {
 	// the record. The stripe's content is its fragments' bytes with each
 	// extent's bytes copied over them in turn.
 	Deltas []Delta `json:",omitempty"`
+	// Sum is the summary of the extents in place of Deltas, filled by
+	// Store.StripeHeads (nil: no extents); never stored in the record.
+	// Use DeltaSum, which reads either.
+	Sum *DeltaSummary `json:",omitempty"`
 }
 
 // Scheme returns the stripe's data and parity fragment counts, taking K

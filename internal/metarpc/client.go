@@ -68,6 +68,12 @@ func (c *Client) Stripes(ctx context.Context, ino meta.Ino, first, last uint64) 
 	return call[[]meta.StripeRec](ctx, c, "meta.Stripes", stripesArgs{ino, first, last})
 }
 
+// StripeHeads returns committed stripe records in [first, last] with a
+// summary of their delta extents in place of the extents.
+func (c *Client) StripeHeads(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error) {
+	return call[[]meta.StripeRec](ctx, c, "meta.StripeHeads", stripesArgs{ino, first, last})
+}
+
 // CommitStripes commits new stripe generations atomically.
 func (c *Client) CommitStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit, newSize uint64, mtime int64) (meta.Attr, error) {
 	return call[meta.Attr](ctx, c, "meta.CommitStripes", commitArgs{ino, commits, newSize, mtime})

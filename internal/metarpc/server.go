@@ -143,6 +143,9 @@ func Register(s *rpc.Server, st *meta.Store) {
 	handle(s, "meta.Stripes", func(ctx context.Context, a stripesArgs) ([]meta.StripeRec, error) {
 		return st.Stripes(ctx, a.Ino, a.First, a.Last)
 	})
+	handle(s, "meta.StripeHeads", func(ctx context.Context, a stripesArgs) ([]meta.StripeRec, error) {
+		return st.StripeHeads(ctx, a.Ino, a.First, a.Last)
+	})
 	handle(s, "meta.CommitStripes", func(ctx context.Context, a commitArgs) (meta.Attr, error) {
 		return st.CommitStripes(ctx, a.Ino, a.Commits, a.NewSize, a.Mtime)
 	})

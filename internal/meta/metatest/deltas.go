@@ -3,6 +3,7 @@ package metatest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"poolfs/internal/meta"
@@ -39,6 +40,20 @@ func extents(t *testing.T, s *meta.Store, ino meta.Ino) string {
 				t.Errorf("extent %+v of stripe %d gen %d: log record %+v", d, r.Stripe, r.Gen, d.LogRec)
 			}
 			out += fmt.Sprintf("%d:%d@%d+%d<%d ", d.Stripe, d.Seq, d.Off, d.Len, d.Log-meta.LogStripeBase)
+		}
+	}
+	// The summaries (StripeHeads) say what the extents do.
+	heads, err := s.StripeHeads(bg, ino, 0, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(heads) != len(recs) {
+		t.Fatalf("%d stripe heads, %d records", len(heads), len(recs))
+	}
+	for i, h := range heads {
+		if want := recs[i].DeltaSum(); h.Stripe != recs[i].Stripe || h.Gen != recs[i].Gen || h.Deltas != nil ||
+			!reflect.DeepEqual(h.DeltaSum(), want) {
+			t.Errorf("stripe %d: head %+v (summary %+v), its extents make %+v", recs[i].Stripe, h, h.Sum, want)
 		}
 	}
 	return out

@@ -1,0 +1,99 @@
+package meta_test
+
+import (
+	"context"
+	"encoding/binary"
+	"reflect"
+	"testing"
+
+	"poolfs/internal/meta"
+	"poolfs/internal/meta/metatest"
+)
+
+// TestDeltaSumOfOldExtents: extents committed before summaries were kept
+// (no E record) are summed up from the extents themselves when a write-back
+// asks (StripeHeads), fsck accepts them, and their next change stores a
+// summary of all of them.
+func TestDeltaSumOfOldExtents(t *testing.T) {
+	e := sqliteEngine(t)
+	s := metatest.NewStore(t, e)
+	ctx := context.Background()
+	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(stripe uint64, l uint32) meta.StripeRec {
+		return meta.StripeRec{Stripe: stripe, Gen: 1, Len: l, ShardSize: 1 << 18, Drives: []uint32{1, 2, 3, 4, 5, 6}}
+	}
+	for st := range uint64(3) {
+		if _, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: rec(st, 4<<20)}}, 12<<20, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(log uint64, l uint32, ds ...meta.Delta) {
+		t.Helper()
+		if _, err := s.CommitDeltas(ctx, f.Ino, []meta.LogCommit{{Rec: rec(log, l), Deltas: ds}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(meta.LogStripeBase+1, 300,
+		meta.Delta{Stripe: 0, BaseGen: 1, Off: 10, Len: 100},
+		meta.Delta{Stripe: 2, BaseGen: 1, Off: 0, Len: 100, LogOff: 100},
+		meta.Delta{Stripe: 0, BaseGen: 1, Off: 500, Len: 100, LogOff: 200})
+	// Forget the summaries, as a store written before them has none.
+	err = e.Update(ctx, func(tx meta.Tx) error {
+		for _, st := range []uint64{0, 2} {
+			k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'E'}, uint64(f.Ino)), st)
+			if v, err := tx.Get(k); err != nil || v == nil {
+				t.Fatalf("no summary of stripe %d before: %v", st, err)
+			}
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		recs, err := s.Stripes(ctx, f.Ino, 0, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads, err := s.StripeHeads(ctx, f.Ino, 0, 2)
+		if err != nil || len(heads) != len(recs) {
+			t.Fatalf("%s: %d heads, %v", what, len(heads), err)
+		}
+		for i, h := range heads {
+			if got, want := h.DeltaSum(), recs[i].DeltaSum(); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: stripe %d summary %+v, its extents make %+v", what, h.Stripe, got, want)
+			}
+		}
+		if probs, err := s.CheckNamespace(ctx, false); err != nil || len(probs) != 0 {
+			t.Fatalf("%s: fsck: %v, %v", what, probs, err)
+		}
+	}
+	check("without summaries")
+	if h, _ := s.StripeHeads(ctx, f.Ino, 0, 0); h[0].Sum == nil || h[0].Sum.Extents != 2 || h[0].Sum.LastSeq != 2 {
+		t.Fatalf("stripe 0 head without its summary: %+v", h[0].Sum)
+	}
+	commit(meta.LogStripeBase+2, 50, meta.Delta{Stripe: 0, BaseGen: 1, Off: 0, Len: 50})
+	check("after one more extent")
+	recs, err := s.Stripes(ctx, f.Ino, 0, 0)
+	if err != nil || recs[0].Deltas[2].Seq != 3 {
+		t.Fatalf("the new extent: %+v, %v; want sequence number 3", recs[0].Deltas, err)
+	}
+	// The stored summary is of all three extents.
+	err = e.View(ctx, func(tx meta.Tx) error {
+		k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'E'}, uint64(f.Ino)), 0)
+		if v, err := tx.Get(k); err != nil || v == nil {
+			t.Fatalf("no summary of stripe 0 after the commit: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
