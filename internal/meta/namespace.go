@@ -272,6 +272,9 @@ func (s *Store) UnlinkAttr(ctx context.Context, parent Ino, name string) (Attr, 
 	}
 	var pa Attr
 	err := s.update(ctx, func(o *op) error {
+		if err := o.prefetch(inodeKey(parent), direntKey(parent, name)); err != nil {
+			return err
+		}
 		p, err := o.dir(parent)
 		if err != nil {
 			return err
@@ -285,6 +288,10 @@ func (s *Store) UnlinkAttr(ctx context.Context, parent Ino, name string) (Attr, 
 		}
 		if typ == TypeDir {
 			return ErrIsDir
+		}
+		// The file's keys that dropLink reads, in one request.
+		if err := o.prefetch(inodeKey(ino), openKey(ino), countKey(ino)); err != nil {
+			return err
 		}
 		if err := o.tx.Delete(direntKey(parent, name)); err != nil {
 			return err

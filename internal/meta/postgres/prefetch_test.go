@@ -50,6 +50,43 @@ func TestCreateTwoRoundTrips(t *testing.T) {
 	}
 }
 
+// TestUnlinkThreeRoundTrips: an unlink reads the directory and the name
+// with BEGIN, then the file's inode, open count and inode-count mark in
+// one request, and writes with COMMIT: three round trips, where each key
+// read was one of its own (six).
+func TestUnlinkThreeRoundTrips(t *testing.T) {
+	e := openPG(t)
+	s := metatest.NewStore(t, e)
+	ctx := context.Background()
+	d, err := s.Create(ctx, meta.RootIno, "d", meta.TypeDir, 0o755, 0, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	for i := range n {
+		if _, err := s.Create(ctx, d.Ino, fmt.Sprintf("f%d", i), meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.Stats().RoundTrips
+	for i := range n {
+		if err := s.Unlink(ctx, d.Ino, fmt.Sprintf("f%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rt := e.Stats().RoundTrips - before; rt != 3*n {
+		t.Errorf("%d unlinks took %d round trips, want %d", n, rt, 3*n)
+	}
+	if got, err := s.Statfs(ctx); err != nil || got != 2 {
+		t.Errorf("statfs: %d inodes, %v; want 2", got, err)
+	}
+	for i := range n {
+		if _, err := s.Lookup(ctx, d.Ino, fmt.Sprintf("f%d", i)); !errors.Is(err, meta.ErrNotFound) {
+			t.Errorf("lookup of unlinked f%d: %v", i, err)
+		}
+	}
+}
+
 // TestPrefetch: prefetched keys read as Get would, present or absent, and
 // the transaction's own writes win over what was prefetched.
 func TestPrefetch(t *testing.T) {
