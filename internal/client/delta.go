@@ -59,44 +59,58 @@ func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
 	return 4*n < foldCover*sb
 }
 
-// logBuf is one log stripe being packed: its bytes and the extents they
-// are.
+// logBuf is one log stripe being packed: its length and the extents it
+// holds, whose bytes are those of the dirty stripes src (read when the
+// log stripe is written, straight into its shards).
 type logBuf struct {
-	flat   []byte
+	n      int
 	deltas []meta.Delta
+	src    map[uint64]*dirtyStripe
 }
 
 // packDeltas packs the bytes of dirty stripes todo into log stripes of
-// at most sb bytes each, as extents (their BaseGen left 0: the caller
-// sets it from the records it commits them over).
+// at most sb bytes each, back to back, as extents (their BaseGen left 0:
+// the caller sets it from the records it commits them over). The dirty
+// stripes must not change until the log stripes are written.
 func packDeltas(dirty map[uint64]*dirtyStripe, todo []uint64, sb int) []*logBuf {
-	left := 0 // bytes not yet packed: each log stripe's buffer is made once
-	for _, s := range todo {
-		left += dirty[s].bytes()
-	}
 	var logs []*logBuf
-	lb := &logBuf{flat: make([]byte, 0, min(left, sb))}
+	lb := &logBuf{src: dirty}
 	for _, s := range todo {
 		d := dirty[s]
 		for _, sp := range d.spans {
 			for a := sp.a; a < sp.b; {
-				if len(lb.flat) == sb {
-					logs, lb = append(logs, lb), &logBuf{flat: make([]byte, 0, min(left, sb))}
+				if lb.n == sb {
+					logs, lb = append(logs, lb), &logBuf{src: dirty}
 				}
-				n := min(sp.b-a, sb-len(lb.flat))
-				at := len(lb.flat)
-				lb.flat = lb.flat[:at+n]
-				d.overlay(lb.flat[at:], a)
-				left -= n
-				lb.deltas = append(lb.deltas, meta.Delta{Stripe: s, Off: uint32(a), Len: uint32(n), LogOff: uint32(at)})
+				n := min(sp.b-a, sb-lb.n)
+				lb.deltas = append(lb.deltas, meta.Delta{Stripe: s, Off: uint32(a), Len: uint32(n), LogOff: uint32(lb.n)})
+				lb.n += n
 				a += n
 			}
 		}
 	}
-	if len(lb.flat) > 0 {
+	if lb.n > 0 {
 		logs = append(logs, lb)
 	}
 	return logs
+}
+
+// fill lays lb's bytes into the k data shards of b in the full-unit
+// layout (byte i in shard i/unit), as fillShards does from a flat copy:
+// the extents cover the log stripe from 0 to n without a gap.
+func (lb *logBuf) fill(b *stripeBuf, k, unit int) {
+	for _, x := range lb.deltas {
+		d := lb.src[x.Stripe]
+		for at, end := int(x.LogOff), int(x.LogOff+x.Len); at < end; {
+			i, off := at/unit, at%unit
+			if i >= k {
+				return // cannot be: n is at most k units
+			}
+			n := min(unit-off, end-at)
+			d.overlay(b.shard(i, unit)[off:off+n], int(x.Off)+at-int(x.LogOff))
+			at += n
+		}
+	}
 }
 
 // writeLogs writes log stripes of file ino (layout lay) and returns their
@@ -113,8 +127,8 @@ func (f *File) writeLogs(ctx context.Context, lay meta.Layout, ino meta.Ino, log
 	}
 	return f.writeStripesEach(ctx, lay, ino, "write delta log of", idx, func(ctx context.Context, i uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		lb := logs[i]
-		fillShards(b, lb.flat, len(lb.flat), lay.K, int(lay.Unit))
-		rec, err := f.c.writeStripe(ctx, logLayout(lay, len(lb.flat)), ino, nos[i], 0, b, len(lb.flat))
+		lb.fill(b, lay.K, int(lay.Unit))
+		rec, err := f.c.writeStripe(ctx, logLayout(lay, lb.n), ino, nos[i], 0, b, lb.n)
 		return meta.StripeCommit{Rec: rec}, err
 	})
 }

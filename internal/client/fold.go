@@ -132,7 +132,7 @@ func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, lo
 		for _, d := range lb.deltas {
 			add[d.Stripe] += int64(d.Len)
 			n[d.Stripe]++
-			use(d.Stripe, commits[i].Rec.Stripe, int64(len(lb.flat)))
+			use(d.Stripe, commits[i].Rec.Stripe, int64(lb.n))
 		}
 	}
 	for _, s := range todo {

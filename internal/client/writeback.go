@@ -273,7 +273,7 @@ func overRecords(logs []*logBuf, commits []meta.StripeCommit, cur map[uint64]met
 			drop = append(drop, commits[i])
 			continue
 		}
-		keep = append(keep, &logBuf{flat: lb.flat, deltas: ds})
+		keep = append(keep, &logBuf{n: lb.n, deltas: ds, src: lb.src})
 		keepC = append(keepC, commits[i])
 	}
 	return keep, keepC, drop
