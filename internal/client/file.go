@@ -70,7 +70,21 @@ type File struct {
 		// dirtyEst bounds the bytes of dirty: bytes written since
 		// overDirtyLocked last counted them.
 		dirtyEst int64
+		// counted is what overDirtyLocked's last count of dirty found,
+		// and promoted how many dirty stripes took a stripe buffer
+		// since: with dirtyEst, bounds on what a count would find now.
+		counted  dirtyCount
+		promoted int
 	}
+}
+
+// dirtyCount is a count of a File's dirty stripes (overDirtyLocked): the
+// stripes with stripe buffers, the bytes of the sparse ones, and the
+// dirty bytes (dirtyEst) when it was made.
+type dirtyCount struct {
+	big         int
+	sparseBytes int64
+	est         int64
 }
 
 // maxDirtyFactor × StripesInFlight is maxDirty.
@@ -93,12 +107,21 @@ const maxSparse = 4096
 //
 // f.mu.dirtyEst, a bound on the dirty bytes (every byte written since the
 // last count), spares a write the count while it is far from the limit: a
-// stripe holds a stripe buffer only with more than smallDirty bytes.
+// stripe holds a stripe buffer only with more than smallDirty bytes. So
+// does the last count with what was written since (f.mu.counted,
+// f.mu.promoted): small random writes all over a file keep hundreds of
+// sparse stripes, which a count on every write walked through.
 func (f *File) overDirtyLocked(addStripes, addBytes int) bool {
 	limit := max(f.stripeBytes(), int64(f.maxDirty())*f.stripeBytes()/4)
 	est := f.mu.dirtyEst + int64(addBytes)
-	if est <= limit && est/smallDirty <= int64(f.maxDirty()) && len(f.mu.dirty)+addStripes <= maxSparse {
-		return false
+	if len(f.mu.dirty)+addStripes <= maxSparse {
+		if est <= limit && est/smallDirty <= int64(f.maxDirty()) {
+			return false
+		}
+		c := &f.mu.counted
+		if est >= c.est && c.big+f.mu.promoted <= f.maxDirty() && c.sparseBytes+est-c.est <= limit {
+			return false
+		}
 	}
 	big, sparse, bytes, all := 0, addStripes, int64(addBytes), int64(0)
 	for _, d := range f.mu.dirty {
@@ -112,6 +135,8 @@ func (f *File) overDirtyLocked(addStripes, addBytes int) bool {
 		}
 	}
 	f.mu.dirtyEst = all
+	f.mu.counted = dirtyCount{big: big, sparseBytes: bytes - int64(addBytes), est: all}
+	f.mu.promoted = 0
 	return big > f.maxDirty() || sparse > maxSparse || bytes > limit
 }
 
@@ -280,7 +305,11 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64,
 		if h, ok := holds[pc.s]; ok {
 			d.held = h
 		}
+		small := d.small()
 		d.write(pc.in, p[pc.done:pc.done+pc.n])
+		if small && !d.small() {
+			f.mu.promoted++
+		}
 		f.mu.dirtyEst += int64(pc.n)
 		f.mu.cache.drop(pc.s)
 		if d.covers(int(sb)) {
