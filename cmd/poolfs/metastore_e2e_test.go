@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,39 +18,57 @@ import (
 	"time"
 
 	"poolfs/internal/chunkstore"
+	"poolfs/internal/client"
+	"poolfs/internal/cluster"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta/sqlite/sqlitetest"
 )
 
 // putFiles puts n files of varied sizes (one byte to several stripes)
-// into the running cluster in dir and returns their contents by path.
+// into the running cluster in dir and returns their contents by path. The
+// files go through one client connection (the CLI's put has tests of its
+// own), so that the fixture costs no process start per file.
 func putFiles(t *testing.T, dir string, n int) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
-	src := t.TempDir()
 	run(t, "mkdir", "-c", dir, "-p", "/d0", "/d1", "/d2")
+	conn := connectTo(t, dir)
+	defer conn.Close()
 	for i := 0; i < n; i++ {
 		size := []int{1, 5000, 70 << 10, 600<<10 + 3}[i%4]
-		p := filepath.Join(src, fmt.Sprint(i))
 		name := fmt.Sprintf("/d%d/f%d", i%3, i)
-		files[name] = writeRandom(t, p, size)
-		run(t, "put", "-c", dir, p, name)
+		b := make([]byte, size)
+		rand.Read(b)
+		if _, err := conn.Client.Put(context.Background(), name, bytes.NewReader(b), client.PutOptions{Size: int64(size)}); err != nil {
+			t.Fatalf("put %s: %v", name, err)
+		}
+		files[name] = b
 	}
 	return files
 }
 
-// checkFiles reads every file back through the running cluster and
-// compares it byte for byte.
+// checkFiles reads every file back through the running cluster (one
+// client connection) and compares it byte for byte.
 func checkFiles(t *testing.T, dir string, files map[string][]byte) {
 	t.Helper()
-	out := t.TempDir()
+	conn := connectTo(t, dir)
+	defer conn.Close()
 	for name, want := range files {
-		p := filepath.Join(out, strings.ReplaceAll(name, "/", "_"))
-		run(t, "get", "-c", dir, name, p)
-		if got, _ := os.ReadFile(p); !bytes.Equal(got, want) {
+		if got := getBytes(t, conn, name); !bytes.Equal(got, want) {
 			t.Fatalf("%s: read %d bytes differing from the %d written", name, len(got), len(want))
 		}
 	}
+}
+
+// connectTo connects a client to the running cluster in dir; the caller
+// closes it.
+func connectTo(t *testing.T, dir string) *cluster.Conn {
+	t.Helper()
+	conn, err := cluster.Connect(context.Background(), dir, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // fragmentsOn lists the fragment keys on the drives of a stopped cluster.
