@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,6 +54,18 @@ as the Markov chain assumes. With a RAID-6 group of Chen et al. (1994), it gives
 					return fmt.Errorf("--scrub-days %q: want days >= 0 (0: never)", s)
 				}
 				scrubDays = append(scrubDays, v)
+			}
+			// The model's inputs are refused before the rebuild simulations
+			// that give its windows (a minute's work for a big pool), with
+			// one placeholder window per tolerated failure.
+			for _, p := range pools {
+				for _, sd := range scrubDays {
+					q := in
+					q.Pool, q.ScrubDays, q.RebuildHours = p, sd, slices.Repeat([]float64{1}, max(1, p.M))
+					if err := q.Validate(); err != nil {
+						return err
+					}
+				}
 			}
 			fmt.Printf("%-22s %6s %6s %-22s %12s %26s %10s %24s\n", "pool", "drives", "scrub", "rebuild windows", "MTTDL Markov", "MTTDL Monte Carlo (95%)", "loss/yr M", "loss/yr MC (95%)")
 			var series []bench.Series

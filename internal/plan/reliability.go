@@ -81,7 +81,10 @@ type Reliability struct {
 	Trials   int
 }
 
-func (in ReliabilityInput) validate() error {
+// Validate rejects an input Assess cannot model, with ErrInvalid. It needs
+// no simulation: a caller can check its inputs before running the rebuild
+// simulations that give RebuildHours.
+func (in ReliabilityInput) Validate() error {
 	p := in.Pool
 	if err := p.Validate(); err != nil {
 		return err
@@ -202,7 +205,7 @@ func lseLoss(in ReliabilityInput) float64 {
 
 // Assess computes the Markov closed form and the Monte Carlo estimate.
 func Assess(in ReliabilityInput) (Reliability, error) {
-	if err := in.validate(); err != nil {
+	if err := in.Validate(); err != nil {
 		return Reliability{}, err
 	}
 	r := Reliability{Coverage: coverage(in.Pool), LSELossProb: lseLoss(in)}
