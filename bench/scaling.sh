@@ -19,7 +19,8 @@
 # writes per server), POOLFS_SCALING_MODEL (ssd), POOLFS_SCALING_SCALE
 # (0.005), POOLFS_SCALING_CASES (fpp,shared: the IOR cases to run; the
 # table shows 0 for the others), POOLFS_SCALING_META (1; 0 skips the
-# metadata points), POOLFS_SCALING_META_POINTS (1x1,2x2,4x4,4x1: the
+# metadata points), POOLFS_SCALING_IOR (1; 0 runs the metadata points
+# only), POOLFS_SCALING_META_POINTS (1x1,2x2,4x4,4x1: the
 # metadata points to run, client hosts x metadata servers). Needs root,
 # ip, tc, nsenter and PostgreSQL (scripts/deps.sh test). Bounded: each point writes 4 × SERVERS × MB MiB twice; the whole
 # run is stopped after 20 minutes. Interrupted or not, it leaves no
@@ -52,8 +53,9 @@ trap 'exit 130' INT TERM
 cd "$root"
 tests='^TestScaling(Meta)?Bench$'
 [ "${POOLFS_SCALING_META:-1}" = 0 ] && tests='^TestScalingBench$'
+[ "${POOLFS_SCALING_IOR:-1}" = 0 ] && tests='^TestScalingMetaBench$'
 echo "poolfs $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
 POOLFS_SCALING=1 POOLFS_SCALING_SERVERS=$servers POOLFS_SCALING_OUT=$out \
   go test -count=1 -failfast -run "$tests" -v -timeout 20m ./cmd/poolfs/ 2>&1 |
   grep --line-buffered -v '^=== RUN' | tee "$out/scaling.log"
-echo "chart: $out/scaling.svg"
+[ "${POOLFS_SCALING_IOR:-1}" = 0 ] || echo "chart: $out/scaling.svg"
