@@ -39,8 +39,9 @@ type File struct {
 	// the stripe cache, sequential reads) and shard ranges read for a
 	// request alone (random reads); see ReadCounts.
 	wholeReads, rangeReads atomic.Int64
-	// waiting is how many reads wait for a stripe being filled: while one
-	// waits, each stripe that arrives starts read-ahead (refill.go).
+	// waiting is how many reads of a stream wait for a stripe being
+	// filled: while one waits, each stripe that arrives starts read-ahead
+	// for its stream (refill.go).
 	waiting atomic.Int32
 	// held is the space f's dirty stripes hold in the client's spaceGate.
 	held *fileHeld

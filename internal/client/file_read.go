@@ -115,6 +115,10 @@ type readPlan struct {
 	entries map[uint64]*cacheEntry // referenced whole stripes
 	lay     meta.Layout
 	ino     meta.Ino
+	// stream is the sequential stream the read continues and reads ahead
+	// for, if any: while the read waits, arriving stripes refill its
+	// window (refill.go).
+	stream *readStream
 }
 
 // dropFailed drops from the cache the entries of pl whose reads failed, so
@@ -184,6 +188,7 @@ func (f *File) planLocked(ctx context.Context, p []byte, off int64) (*readPlan, 
 	}
 	if whole && sequential {
 		f.readAhead(last+1, sb, f.aheadLocked(st), f.mu.streams.limit(st, off+int64(pl.n)))
+		pl.stream = st
 	}
 	return pl, nil
 }
@@ -198,10 +203,7 @@ func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) 
 		case rec.Gen == 0:
 			clear(dst)
 		case e != nil:
-			f.waiting.Add(1)
-			err := e.wait(ctx)
-			f.waiting.Add(-1)
-			if err != nil {
+			if err := f.waitFor(ctx, e, pl.stream); err != nil {
 				return err
 			}
 			e.copyOut(dst, pc.in)

@@ -1,5 +1,7 @@
 package client
 
+import "sync/atomic"
+
 // Sequential streams of one File.
 //
 // A File is shared by every reader of its inode (the mount keeps one File
@@ -44,6 +46,9 @@ type readStream struct {
 	// wide says it started within the window of an established stream:
 	// it reaches as far as an established one (continued).
 	wide bool
+	// waiting is how many of its reads wait for a stripe being filled
+	// (refill.go); changed without the File's mutex.
+	waiting atomic.Int32
 }
 
 // established reports whether the stream has been continued often enough
