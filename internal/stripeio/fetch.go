@@ -50,8 +50,9 @@ type Fetch struct {
 	// see Latencies.Probe). A probe's fragment counts if it is verified
 	// before Get returns, but the fetch never waits for a probe while
 	// another source can be started, never hedges one, and does not cancel
-	// one when it returns: it runs to its end (at most probeTimeout) so
-	// that the Hedger observes how long its drive really takes.
+	// one when it returns, nor when the caller's context ends: it runs to
+	// its end (at most probeTimeout) so that the Hedger observes how long
+	// its drive really takes, not a sample cut short.
 	Probes []Loc
 	// Errs, if not nil, holds by index why fragments not among Sources
 	// cannot be read (their drive is known to be down, say); Get reports
@@ -106,7 +107,9 @@ type fetchRun struct {
 	// slowestLate says the slowest verified read ran past its bound.
 	slowestLate bool
 	probe       []bool // by index: its read is one of Probes
-	// probeCtx is Get's context before Get cancels it on return.
+	// probeCtx is Get's context without its cancellation: the caller's
+	// read ends when the fetch does (a read-ahead cancels its context
+	// then), a probe does not.
 	probeCtx context.Context
 }
 
@@ -146,7 +149,7 @@ func (f *Fetch) Get(ctx context.Context) (*Fetched, error) {
 	copy(out.Errs, f.Errs)
 	r := &fetchRun{f: f, out: out, state: make([]fetchState, width), results: make(chan fetchResult, len(f.Sources)+len(f.Probes)),
 		started: make([]time.Time, width), bound: make([]time.Duration, width), late: make([]int, width),
-		probe: make([]bool, width), probeCtx: ctx}
+		probe: make([]bool, width), probeCtx: context.WithoutCancel(ctx)}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := r.run(ctx)

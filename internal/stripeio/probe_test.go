@@ -54,14 +54,18 @@ func TestFetchProbeNotWaitedFor(t *testing.T) {
 }
 
 // TestFetchProbeRunsToItsEnd: a probe still running when the fetch
-// returns is not cancelled with it: the Hedger observes how long the
-// drive really took, not how long the fetch lasted.
+// returns is not cancelled with it, nor when the caller then cancels the
+// context it passed (a read-ahead does, once its stripe is read): the
+// Hedger observes how long the drive really took, not how long the fetch
+// lasted.
 func TestFetchProbeRunsToItsEnd(t *testing.T) {
 	f := newFetchFixture(t)
 	const slow = 300 * time.Millisecond
 	f.ds[1].SlowDown(slow) // a context-aware delay: a cancelled read ends at once
 	h := &timedHedge{seen: make(chan observed, 16)}
-	got, err := getWithin(t, f.probeFetch(h))
+	ctx, cancel := context.WithCancel(context.Background())
+	got, err := getWithinCtx(t, ctx, f.probeFetch(h))
+	cancel()
 	if err != nil || got.OK != 4 {
 		t.Fatalf("got %d fragments, err %v", got.OK, err)
 	}
@@ -104,13 +108,19 @@ func TestFetchProbeCounts(t *testing.T) {
 // 20 s: it waits for a read it should not wait for.
 func getWithin(t *testing.T, fe *Fetch) (*Fetched, error) {
 	t.Helper()
+	return getWithinCtx(t, context.Background(), fe)
+}
+
+// getWithinCtx is getWithin with the context ctx.
+func getWithinCtx(t *testing.T, ctx context.Context, fe *Fetch) (*Fetched, error) {
+	t.Helper()
 	type result struct {
 		got *Fetched
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		got, err := fe.Get(context.Background())
+		got, err := fe.Get(ctx)
 		done <- result{got, err}
 	}()
 	select {
