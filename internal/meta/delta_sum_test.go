@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"poolfs/internal/meta"
-	"poolfs/internal/meta/metatest"
 )
 
 // TestDeltaSumOfOldExtents: extents committed before summaries were kept
@@ -15,24 +14,16 @@ import (
 // asks (StripeHeads), fsck accepts them, and their next change stores a
 // summary of all of them.
 func TestDeltaSumOfOldExtents(t *testing.T) {
-	e := sqliteEngine(t)
-	s := metatest.NewStore(t, e)
+	e, s, f := oneFile(t)
 	ctx := context.Background()
-	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := func(stripe uint64, l uint32) meta.StripeRec {
-		return meta.StripeRec{Stripe: stripe, Gen: 1, Len: l, ShardSize: 1 << 18, Drives: []uint32{1, 2, 3, 4, 5, 6}}
-	}
 	for st := range uint64(3) {
-		if _, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: rec(st, 4<<20)}}, 12<<20, 0); err != nil {
+		if _, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: sixDriveRec(st, 4<<20)}}, 12<<20, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	commit := func(log uint64, l uint32, ds ...meta.Delta) {
 		t.Helper()
-		if _, err := s.CommitDeltas(ctx, f.Ino, []meta.LogCommit{{Rec: rec(log, l), Deltas: ds}}, 0); err != nil {
+		if _, err := s.CommitDeltas(ctx, f.Ino, []meta.LogCommit{{Rec: sixDriveRec(log, l), Deltas: ds}}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +32,7 @@ func TestDeltaSumOfOldExtents(t *testing.T) {
 		meta.Delta{Stripe: 2, BaseGen: 1, Off: 0, Len: 100, LogOff: 100},
 		meta.Delta{Stripe: 0, BaseGen: 1, Off: 500, Len: 100, LogOff: 200})
 	// Forget the summaries, as a store written before them has none.
-	err = e.Update(ctx, func(tx meta.Tx) error {
+	err := e.Update(ctx, func(tx meta.Tx) error {
 		for _, st := range []uint64{0, 2} {
 			k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'E'}, uint64(f.Ino)), st)
 			if v, err := tx.Get(k); err != nil || v == nil {

@@ -128,24 +128,16 @@ func TestEngineWithoutCheckOrBackup(t *testing.T) {
 // log stripe's live count that is not its extents' bytes and extents in a
 // log stripe whose record is gone are reported.
 func TestCheckDeltas(t *testing.T) {
-	e := sqliteEngine(t)
-	s := metatest.NewStore(t, e)
+	e, s, f := oneFile(t)
 	ctx := context.Background()
-	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := func(stripe uint64, l uint32) meta.StripeRec {
-		return meta.StripeRec{Stripe: stripe, Gen: 1, Len: l, ShardSize: 1 << 18, Drives: []uint32{1, 2, 3, 4, 5, 6}}
-	}
 	for st := range uint64(2) {
-		if _, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: rec(st, 4<<20)}}, 8<<20, 0); err != nil {
+		if _, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: sixDriveRec(st, 4<<20)}}, 8<<20, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i, st := range []uint64{0, 1} {
 		log := meta.LogStripeBase + uint64(i)
-		_, err := s.CommitDeltas(ctx, f.Ino, []meta.LogCommit{{Rec: rec(log, 100), Deltas: []meta.Delta{
+		_, err := s.CommitDeltas(ctx, f.Ino, []meta.LogCommit{{Rec: sixDriveRec(log, 100), Deltas: []meta.Delta{
 			{Stripe: st, BaseGen: 1, Off: 10, Len: 100}}}}, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +149,7 @@ func TestCheckDeltas(t *testing.T) {
 	key := func(p byte, stripe uint64) []byte {
 		return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{p}, uint64(f.Ino)), stripe)
 	}
-	err = e.Update(ctx, func(tx meta.Tx) error {
+	err := e.Update(ctx, func(tx meta.Tx) error {
 		sum, err := tx.Get(key('E', 0))
 		if err != nil {
 			return err

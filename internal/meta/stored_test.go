@@ -6,20 +6,14 @@ import (
 	"testing"
 
 	"poolfs/internal/meta"
-	"poolfs/internal/meta/metatest"
 )
 
 // TestStoredCountedOnFirstChange: a file whose record predates the
 // stored-bytes count stats with its size as before, and the first commit
 // that changes its stripes counts the stripes it has (one scan).
 func TestStoredCountedOnFirstChange(t *testing.T) {
-	e := sqliteEngine(t)
-	s := metatest.NewStore(t, e)
+	e, s, f := oneFile(t)
 	ctx := context.Background()
-	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := func(stripe uint64, l uint32) meta.StripeCommit {
 		d := uint32(stripe * 10)
 		return meta.StripeCommit{Rec: meta.StripeRec{Stripe: stripe, Gen: 1, Len: l, ShardSize: 1 << 18,

@@ -8,17 +8,11 @@ import (
 	"testing"
 
 	"poolfs/internal/meta"
-	"poolfs/internal/meta/metatest"
 )
 
 func TestXattr(t *testing.T) {
-	e := sqliteEngine(t)
-	s := metatest.NewStore(t, e)
+	_, s, f := oneFile(t)
 	ctx := context.Background()
-	f, err := s.Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ino := f.Ino
 	steps := []struct {
 		name string

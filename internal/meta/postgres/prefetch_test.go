@@ -17,13 +17,8 @@ import (
 // in one round trip sent with BEGIN and writes with COMMIT in a second,
 // instead of one round trip per key read.
 func TestCreateTwoRoundTrips(t *testing.T) {
-	e := openPG(t)
-	s := metatest.NewStore(t, e)
+	e, s, d := pgDir(t)
 	ctx := context.Background()
-	d, err := s.Create(ctx, meta.RootIno, "d", meta.TypeDir, 0o755, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
 	inos := make([]meta.Ino, n)
 	before := e.Stats()
@@ -55,13 +50,8 @@ func TestCreateTwoRoundTrips(t *testing.T) {
 // one request, and writes with COMMIT: three round trips, where each key
 // read was one of its own (six).
 func TestUnlinkThreeRoundTrips(t *testing.T) {
-	e := openPG(t)
-	s := metatest.NewStore(t, e)
+	e, s, d := pgDir(t)
 	ctx := context.Background()
-	d, err := s.Create(ctx, meta.RootIno, "d", meta.TypeDir, 0o755, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 10
 	for i := range n {
 		if _, err := s.Create(ctx, d.Ino, fmt.Sprintf("f%d", i), meta.TypeFile, 0o644, 0, 0, 0, ""); err != nil {
@@ -154,6 +144,19 @@ func TestPrefetch(t *testing.T) {
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after commit: %v, %v; want %v", got, err, want)
 	}
+}
+
+// pgDir returns a store over a fresh PostgreSQL engine (and the engine)
+// holding one empty directory "d" in the root.
+func pgDir(t *testing.T) (*postgres.Engine, *meta.Store, meta.Attr) {
+	t.Helper()
+	e := openPG(t)
+	s := metatest.NewStore(t, e)
+	d, err := s.Create(context.Background(), meta.RootIno, "d", meta.TypeDir, 0o755, 0, 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, s, d
 }
 
 func openPG(t *testing.T) *postgres.Engine {

@@ -22,13 +22,8 @@ import (
 // removes, whose reads are not all known, run as before without a failed
 // check.
 func TestCreateOneRoundTrip(t *testing.T) {
-	e := openPG(t)
-	s := metatest.NewStore(t, e)
+	e, s, d := pgDir(t)
 	ctx := context.Background()
-	d, err := s.Create(ctx, meta.RootIno, "d", meta.TypeDir, 0o755, 0, 0, 0, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	create := func(name string) (meta.Attr, error) {
 		a, _, err := s.CreateAttr(ctx, meta.CreateArgs{Parent: d.Ino, Name: name, Type: meta.TypeFile, Mode: 0o640, Uid: 7, Gid: 8, Open: true})
 		return a, err
