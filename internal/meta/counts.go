@@ -38,7 +38,7 @@ func (o *op) uncountInode(ino Ino) error {
 		return err
 	}
 	if !ok {
-		return o.tx.Put(k, encodeU64(uint64(^uint64(0)))) // -1
+		return o.tx.Put(k, encodeU64(^uint64(0))) // -1
 	}
 	if _, err := decodeU64(v); err != nil {
 		return fmt.Errorf("inode count mark of %d: %w", ino, err)

@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -62,15 +63,7 @@ func (s *DeltaSummary) add(d Delta, logLen uint32) {
 	s.Extents++
 	s.Bytes += int64(d.Len)
 	s.LastSeq = max(s.LastSeq, d.Seq)
-	i, found := slices.BinarySearchFunc(s.Logs, d.Log, func(l LogLen, log uint64) int {
-		switch {
-		case l.Log < log:
-			return -1
-		case l.Log > log:
-			return 1
-		}
-		return 0
-	})
+	i, found := slices.BinarySearchFunc(s.Logs, d.Log, func(l LogLen, log uint64) int { return cmp.Compare(l.Log, log) })
 	if !found {
 		s.Logs = slices.Insert(s.Logs, i, LogLen{d.Log, logLen})
 	}
@@ -149,23 +142,32 @@ func (o *op) deltaSums(ino Ino, first, last uint64) (map[uint64]DeltaSummary, er
 	if next <= last {
 		gaps = append(gaps, [2]uint64{next, last})
 	}
+	lens := map[uint64]uint32{}
 	for _, g := range gaps {
 		ds, err := o.deltas(ino, g[0], g[1])
 		if err != nil {
 			return nil, err
 		}
-		lens := map[uint64]uint32{}
-		for _, d := range ds {
-			l, err := o.logLen(ino, d.Log, lens)
-			if err != nil {
-				return nil, err
-			}
-			sum := sums[d.Stripe]
-			sum.add(d, l)
-			sums[d.Stripe] = sum
+		if err := o.addExtents(ino, ds, lens, sums); err != nil {
+			return nil, err
 		}
 	}
 	return sums, nil
+}
+
+// addExtents adds the extents ds of ino to the summaries of their
+// stripes in sums, with the log stripes' lengths through the cache lens.
+func (o *op) addExtents(ino Ino, ds []Delta, lens map[uint64]uint32, sums map[uint64]DeltaSummary) error {
+	for _, d := range ds {
+		l, err := o.logLen(ino, d.Log, lens)
+		if err != nil {
+			return err
+		}
+		sum := sums[d.Stripe]
+		sum.add(d, l)
+		sums[d.Stripe] = sum
+	}
+	return nil
 }
 
 // deltaSum is deltaSums of one stripe (an empty summary if it has no
@@ -209,14 +211,11 @@ func (o *op) resum(ino Ino, st uint64, ds []Delta, old DeltaSummary) error {
 	for _, l := range old.Logs {
 		lens[l.Log] = l.Len
 	}
-	var sum DeltaSummary
-	for _, d := range ds {
-		l, err := o.logLen(ino, d.Log, lens)
-		if err != nil {
-			return err
-		}
-		sum.add(d, l)
+	sums := map[uint64]DeltaSummary{}
+	if err := o.addExtents(ino, ds, lens, sums); err != nil {
+		return err
 	}
+	sum := sums[st]
 	return o.putDeltaSum(ino, st, &sum)
 }
 
