@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnPasswordArg("--db", db)
+			lessGC()
 			if join != "" {
 				t, err := cluster.ParseToken(join)
 				if err != nil {
@@ -109,5 +111,16 @@ func warnPasswordArg(flag, dsn string) {
 	if postgres.HasPassword(dsn) {
 		fmt.Fprintf(os.Stderr, "poolfs: warning: the password in %s is visible to every local user (ps, /proc/PID/cmdline); "+
 			"give it by PGPASSWORD, a password file (~/.pgpass, PGPASSFILE or passfile=) or a service file (PGSERVICE, PGSERVICEFILE) instead\n", flag)
+	}
+}
+
+// lessGC lets a metadata server's heap grow to five times what is live
+// before it collects (GOGC=400), unless GOGC is set: what it keeps is
+// small (connections, the engine's memory of recent reads), and at the
+// default the collector and the allocations it slows took about a sixth
+// of the server's CPU in a create phase.
+func lessGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 }
