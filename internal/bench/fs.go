@@ -237,13 +237,26 @@ func (p *poolFS) forget(name string) {
 	p.mu.Unlock()
 }
 
+// attrCreator is a metadata service that creates and returns the new
+// inode's and its parent's attributes in one call (meta.Store.CreateAttr,
+// metarpc.Client.CreateAttr), as a mount's creates do.
+type attrCreator interface {
+	CreateAttr(ctx context.Context, in meta.CreateArgs) (child, parent meta.Attr, err error)
+}
+
 func (p *poolFS) Create(ctx context.Context, name string, excl bool) (File, error) {
 	dir, base, err := p.parent(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	m := p.conn.Client.Meta()
-	a, err := m.Create(ctx, dir, base, meta.TypeFile, 0o644, uint32(os.Getuid()), uint32(os.Getgid()), 0, "")
+	var a meta.Attr
+	if ca, ok := m.(attrCreator); ok { // as a mount creates: one binary call
+		a, _, err = ca.CreateAttr(ctx, meta.CreateArgs{Parent: dir, Name: base, Type: meta.TypeFile,
+			Mode: 0o644, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
+	} else {
+		a, err = m.Create(ctx, dir, base, meta.TypeFile, 0o644, uint32(os.Getuid()), uint32(os.Getgid()), 0, "")
+	}
 	if errors.Is(err, meta.ErrExist) && !excl {
 		a, err = m.Lookup(ctx, dir, base)
 	}
