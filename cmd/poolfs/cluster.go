@@ -30,7 +30,7 @@ func clusterCreateCmd(g *globals) *cobra.Command {
 		Long: `Make the directory (-c DIR) of a new cluster whose management service will listen
 on --mgmt, an address every machine of the cluster can reach (or several,
 comma-separated: one management service runs at each, one leads and the others
-stand by; on their machines "poolfs cluster join TOKEN" makes the directory). It makes
+stand by; on their machines "poolfs cluster join" makes the directory). It makes
 the cluster CA (ca.key stays in DIR) and prints two join tokens: the client token
 enrols client machines only; the server token enrols storage servers, metadata and
 management services and the machines that administer the cluster. Each node makes
@@ -84,12 +84,26 @@ func clusterTokenCmd(g *globals) *cobra.Command {
 }
 
 func clusterJoinCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "join TOKEN",
-		Short: "Make -c DIR this machine's directory of the cluster of TOKEN (for clients and metadata servers)",
-		Args:  cobra.ExactArgs(1),
+	var file string
+	cmd := &cobra.Command{
+		Use:   "join",
+		Short: "Make -c DIR this machine's directory of the cluster of a join token (for clients and metadata servers)",
+		Long: `Make -c DIR this machine's directory of the cluster of a join token (printed by
+` + "`poolfs cluster create` or `poolfs cluster token`" + `). The token is read from
+--token-file FILE, else from the environment variable ` + tokenEnv + ` if it is set,
+else from standard input (without echo on a terminal), never from the command
+line, where every local user reads it:
+
+  poolfs -c /etc/poolfs cluster join --token-file server.token
+  ssh db1 poolfs -c /etc/poolfs cluster token | poolfs -c /etc/poolfs cluster join`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return tokenArgError("cluster join", "on standard input, in a file of mode 0600 by --token-file FILE, or in "+tokenEnv)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := cluster.ParseToken(args[0])
+			t, err := readJoinToken(file, true)
 			if err != nil {
 				return err
 			}
@@ -100,6 +114,8 @@ func clusterJoinCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&file, "token-file", "", "read the join token from `FILE` (- : standard input); "+tokenFileHelp)
+	return cmd
 }
 
 func clusterPoolCmd(g *globals) *cobra.Command {

@@ -22,7 +22,8 @@ import (
 // metaCmd runs a stand-alone, stateless metadata server over a shared
 // PostgreSQL store. Any number of them may serve one store.
 func metaCmd(g *globals) *cobra.Command {
-	var db, listen, join, advertise string
+	var db, listen, advertise string
+	var join joinFlags
 	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "meta",
@@ -33,14 +34,8 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			warnPasswordArg("--db", db)
 			lessGC()
-			if join != "" {
-				t, err := cluster.ParseToken(join)
-				if err != nil {
-					return err
-				}
-				if err := cluster.Join(g.dir, t); err != nil {
-					return err
-				}
+			if err := join.join(g.dir); err != nil {
+				return err
 			}
 			info, secret, err := cluster.ReadInfo(g.dir)
 			if err != nil {
@@ -98,7 +93,7 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 	cmd.Flags().StringVar(&db, "db", "", "PostgreSQL connection string of the shared metadata store (required; postgres://user@host/db or service=NAME, "+
 		"the password by PGPASSWORD, ~/.pgpass or a service file: see docs/postgres.md)")
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9402", "RPC address")
-	cmd.Flags().StringVar(&join, "join", "", "join token (from `poolfs cluster create`): join the cluster of several machines first; the server then announces itself to its management service")
+	join.add(cmd, "; the server then announces itself to the management service")
 	cmd.Flags().StringVar(&advertise, "advertise", "", "address clients reach this server at, announced to the management service of a joined cluster (default: --listen)")
 	mflag.add(cmd, defaultMetaMetrics)
 	_ = cmd.MarkFlagRequired("db")

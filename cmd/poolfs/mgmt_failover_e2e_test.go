@@ -32,19 +32,19 @@ func TestMgmtFailover(t *testing.T) {
 
 	db := startLabPostgres(t, pg, m1)
 	token := createLabCluster(t, m1, dir("mgmt1"), m1.Addr(9401)+","+m2.Addr(9401))
-	runOn(t, m2, "-c", dir("mgmt2"), "cluster", "join", token)
+	runOn(t, m2, "-c", dir("mgmt2"), "cluster", "join", "--token-file", token)
 	leader := startDaemon(t, m1, "mgmt1", "poolfs mgmt: leading", "-c", dir("mgmt1"), "mgmt", "--db", db, "--listen", m1.Addr(9401))
 	standby := startDaemon(t, m2, "mgmt2", "poolfs mgmt: standing by; the leader is "+m1.Addr(9401),
 		"-c", dir("mgmt2"), "mgmt", "--db", db, "--listen", m2.Addr(9401))
-	startDaemon(t, md, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", md.Addr(9402))
+	startDaemon(t, md, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join-file", token, "--db", db, "--listen", md.Addr(9402))
 	for _, h := range srv {
-		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500), "--drive-size", "256M"}
+		args := []string{"-c", dir(h.Name), "storage", "--join-file", token, "--server", h.Name, "--listen", h.Addr(9500), "--drive-size", "256M"}
 		for d := range 3 {
 			args = append(args, "--drive", filepath.Join(dir(h.Name), fmt.Sprintf("d%d", d)))
 		}
 		startDaemon(t, h, h.Name, "poolfs storage "+h.Name+": serving", args...)
 	}
-	runOn(t, c1, "-c", dir("c1"), "cluster", "join", token)
+	runOn(t, c1, "-c", dir("c1"), "cluster", "join", "--token-file", token)
 	if out := runOn(t, c1, "-c", dir("c1"), "cluster", "pool", "default", "--scheme", "4+2", "--unit", "256K"); !strings.Contains(out, "over 9 drives of 3 servers") {
 		t.Fatalf("pool create: %s", out)
 	}

@@ -20,7 +20,7 @@ type labCluster struct {
 	pg, mg, md  *netlab.Host
 	srv         []*netlab.Host
 	clients     []*netlab.Host
-	root, token string
+	root, token string // token: the file of the server token
 	db          string
 	storage     []*daemon
 	mounts      []string
@@ -35,7 +35,7 @@ func (c *labCluster) dir(name string) string { return filepath.Join(c.root, name
 // storageArgs are the arguments of storage server i.
 func (c *labCluster) storageArgs(i int) []string {
 	h := c.srv[i]
-	args := []string{"-c", c.dir(h.Name), "storage", "--join", c.token, "--server", h.Name, "--listen", h.Addr(9500),
+	args := []string{"-c", c.dir(h.Name), "storage", "--join-file", c.token, "--server", h.Name, "--listen", h.Addr(9500),
 		"--drive-size", "256M", "--enclosure", fmt.Sprintf("e%d", i/2)}
 	for d := range 3 {
 		args = append(args, "--drive", filepath.Join(c.dir(h.Name), fmt.Sprintf("d%d", d)))
@@ -69,14 +69,14 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 	c.db = startLabPostgres(t, c.pg, c.mg)
 	c.token = createLabCluster(t, c.mg, c.dir("mgmt"), c.mg.Addr(9401))
 	startDaemon(t, c.mg, "mgmt", "poolfs mgmt: serving", "-c", c.dir("mgmt"), "mgmt", "--db", c.db, "--listen", c.mg.Addr(9401))
-	c.metaArgs = []string{"-c", c.dir("meta"), "meta", "--join", c.token, "--db", c.db, "--listen", c.md.Addr(9402)}
+	c.metaArgs = []string{"-c", c.dir("meta"), "meta", "--join-file", c.token, "--db", c.db, "--listen", c.md.Addr(9402)}
 	c.metaSrv = startDaemon(t, c.md, "meta", "poolfs meta: serving", c.metaArgs...)
 	c.storage = make([]*daemon, n)
 	for i := range c.srv {
 		c.startStorage(t, i)
 	}
 	for _, h := range c.clients {
-		runOn(t, h, "-c", c.dir(h.Name), "cluster", "join", c.token)
+		runOn(t, h, "-c", c.dir(h.Name), "cluster", "join", "--token-file", c.token)
 	}
 	out := c.poolfs(t, "cluster", "pool", "default", "--scheme", "4+2", "--unit", "256K")
 	if want := fmt.Sprintf("over %d drives of %d servers", 3*n, n); !strings.Contains(out, want) {
@@ -95,10 +95,15 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 }
 
 // createLabCluster runs `poolfs cluster create --mgmt ADDRS` on host h in
-// directory dir and returns the join token it prints last.
+// directory dir and returns a file of mode 0600 holding the join token it
+// prints last (the server token).
 func createLabCluster(t *testing.T, h *netlab.Host, dir, addrs string) string {
 	t.Helper()
 	out := runOn(t, h, "-c", dir, "cluster", "create", "--mgmt", addrs)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return lines[len(lines)-1]
+	file := filepath.Join(t.TempDir(), "server.token")
+	if err := os.WriteFile(file, []byte(lines[len(lines)-1]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -149,10 +149,10 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	db := startLabPostgres(t, pg, mg)
 	token := createLabCluster(t, mg, dir("mgmt"), mg.Addr(9401))
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
-	startDaemon(t, mg, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join", token, "--db", db, "--listen", mg.Addr(9402))
+	startDaemon(t, mg, "meta", "poolfs meta: serving", "-c", dir("meta"), "meta", "--join-file", token, "--db", db, "--listen", mg.Addr(9402))
 	var srvPids []int
 	for _, h := range srv {
-		args := []string{"-c", dir(h.Name), "storage", "--join", token, "--server", h.Name, "--listen", h.Addr(9500),
+		args := []string{"-c", dir(h.Name), "storage", "--join-file", token, "--server", h.Name, "--listen", h.Addr(9500),
 			"--drive-size", "1G", "--no-direct-io", "--drive-model", cfg.Model, "--drive-speed-scale", strconv.FormatFloat(cfg.Scale, 'g', -1, 64)}
 		for d := range cfg.DrivesPer {
 			args = append(args, "--drive", filepath.Join(shm, h.Name, fmt.Sprintf("d%d", d)))
@@ -162,7 +162,7 @@ func runScalingPoint(ctx context.Context, t *testing.T, cfg scalingConfig, n int
 	}
 	// The client hosts share one joined directory: it holds the cluster's
 	// address and secret only, the same on every client.
-	runOn(t, clients[0], "-c", dir("client"), "cluster", "join", token)
+	runOn(t, clients[0], "-c", dir("client"), "cluster", "join", "--token-file", token)
 	runOn(t, clients[0], "-c", dir("client"), "cluster", "pool", "default", "--scheme", cfg.Scheme, "--unit", cfg.Unit)
 
 	tasks := cfg.Clients * cfg.TasksPer

@@ -56,14 +56,14 @@ func TestScalingMetaBench(t *testing.T) {
 	token := createLabCluster(t, mg, dir("mgmt"), mg.Addr(9401))
 	startDaemon(t, mg, "mgmt", "poolfs mgmt: serving", "-c", dir("mgmt"), "mgmt", "--db", db, "--listen", mg.Addr(9401))
 	for _, h := range metas {
-		startDaemon(t, h, h.Name, "poolfs meta: serving", "-c", dir(h.Name), "meta", "--join", token, "--db", db, "--listen", h.Addr(9402))
+		startDaemon(t, h, h.Name, "poolfs meta: serving", "-c", dir(h.Name), "meta", "--join-file", token, "--db", db, "--listen", h.Addr(9402))
 	}
-	args := []string{"-c", dir("s1"), "storage", "--join", token, "--server", "s1", "--listen", st.Addr(9500), "--drive-size", "1G", "--no-direct-io"}
+	args := []string{"-c", dir("s1"), "storage", "--join-file", token, "--server", "s1", "--listen", st.Addr(9500), "--drive-size", "1G", "--no-direct-io"}
 	for d := range 4 {
 		args = append(args, "--drive", filepath.Join(shm, "s1", fmt.Sprintf("d%d", d)))
 	}
 	startDaemon(t, st, "s1", "poolfs storage s1: serving", args...)
-	runOn(t, clients[0], "-c", dir("join"), "cluster", "join", token)
+	runOn(t, clients[0], "-c", dir("join"), "cluster", "join", "--token-file", token)
 	runOn(t, clients[0], "-c", dir("join"), "cluster", "pool", "default", "--scheme", "2+1", "--unit", "64K")
 	// Client host i talks to metadata server i mod M: its directory names
 	// that server (the "meta" of cluster.json, which a joined machine leaves

@@ -14,29 +14,24 @@ import (
 // storageCmd runs one storage server of a cluster of several machines.
 func storageCmd(g *globals) *cobra.Command {
 	var cfg cluster.StorageConfig
-	var join, driveSize string
+	var driveSize string
+	var join joinFlags
 	var verbose, noDirect bool
 	var mflag metricsFlag
 	cmd := &cobra.Command{
 		Use:   "storage",
 		Short: "Run a storage server: serve this machine's drives to a cluster of several machines",
 		Long: `Serve the drive directories --drive (one per disk) as storage server --server.
-With --join TOKEN the machine joins the cluster first (its directory -c DIR
-is made); later starts need only -c DIR. The server registers its drives with
+With --join-file FILE the machine joins the cluster first with the join token
+in FILE (its directory -c DIR is made); later starts need only -c DIR. The server registers its drives with
 the management service, with its --rack and --enclosure labels, and keeps
 registering every few seconds. New drives join pool --pool once it exists
 (` + "`poolfs cluster pool`" + ` makes it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Dir = g.dir
-			if join != "" {
-				t, err := cluster.ParseToken(join)
-				if err != nil {
-					return err
-				}
-				if err := cluster.Join(g.dir, t); err != nil {
-					return err
-				}
+			if err := join.join(g.dir); err != nil {
+				return err
 			}
 			if driveSize != "" {
 				n, err := parseSize(driveSize)
@@ -83,7 +78,7 @@ registering every few seconds. New drives join pool --pool once it exists
 	f.StringVar(&cfg.Rack, "rack", "", "failure-domain label: the rack of this server")
 	f.StringVar(&cfg.Enclosure, "enclosure", "", "failure-domain label: the enclosure (chassis, shelf) of this server")
 	f.StringVar(&cfg.Pool, "pool", "default", "pool that this server's new drives join")
-	f.StringVar(&join, "join", "", "join token (from `poolfs cluster create` or `poolfs cluster token`): join the cluster first")
+	join.add(cmd, "")
 	f.StringVar(&cfg.Listen, "listen", "", "RPC address (required)")
 	f.StringVar(&cfg.Advertise, "advertise", "", "address other machines reach this server at (default: --listen)")
 	f.StringVar(&driveSize, "drive-size", "", "capacity each drive advertises, e.g. 4T (default: its file system's free space, shared among the drives on it)")

@@ -111,7 +111,7 @@ func dialMeta(ctx context.Context, mc *mgmt.Client, secret []byte, cr creds) (*r
 		return nil, fmt.Errorf("cluster: read the cluster map: %w", err)
 	}
 	if len(m.Meta) == 0 {
-		return nil, fmt.Errorf("cluster: no metadata server has joined the cluster yet (poolfs meta --join TOKEN)")
+		return nil, fmt.Errorf("cluster: no metadata server has joined the cluster yet (poolfs meta --join-file FILE)")
 	}
 	var errs []error
 	for _, addr := range m.Meta {

@@ -125,7 +125,7 @@ func writeEnrollFile(dir, class string, cred []byte) error {
 func readEnrollFile(dir string) (class string, cred []byte, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, enrollFile))
 	if err != nil {
-		return "", nil, fmt.Errorf("cluster: %s has no node identity and no enrolment credential: join with `poolfs cluster join TOKEN`", dir)
+		return "", nil, fmt.Errorf("cluster: %s has no node identity and no enrolment credential: join with `poolfs cluster join` (the token on standard input)", dir)
 	}
 	class, h, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
 	cred, err = hex.DecodeString(h)
