@@ -75,6 +75,9 @@ func startLabCluster(t *testing.T, n int) *labCluster {
 	for i := range c.srv {
 		c.startStorage(t, i)
 	}
+	for _, d := range []*daemon{c.metaSrv, c.storage[0]} {
+		checkCmdlineHidesToken(t, d, c.token)
+	}
 	for _, h := range c.clients {
 		runOn(t, h, "-c", c.dir(h.Name), "cluster", "join", "--token-file", c.token)
 	}
@@ -106,4 +109,26 @@ func createLabCluster(t *testing.T, h *netlab.Host, dir, addrs string) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// checkCmdlineHidesToken fails t unless the command line of daemon d, which
+// every local user reads, names the token file by --join-file and holds
+// no part of the token in it.
+func checkCmdlineHidesToken(t *testing.T, d *daemon, tokenFile string) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", d.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+	if !strings.Contains(cmdline, "--join-file "+tokenFile) {
+		t.Fatalf("%s: command line %q does not name the token file", d.name, cmdline)
+	}
+	if leak := tokenLeak(t, cmdline, strings.TrimSpace(string(tok))); leak != "" {
+		t.Errorf("%s: command line %q holds %q of the join token", d.name, cmdline, leak)
+	}
 }
