@@ -50,7 +50,7 @@ service starts. A token holds the cluster secret: hand it over as a password.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("join tokens (they hold the secret: keep them like passwords)\nfor clients:\n%s\nfor servers and administering machines:\n%s\n", ct, t)
+			fmt.Printf("join tokens (they hold the secret: keep them like passwords; poolfs cluster join reads one on standard input, never as an argument)\nfor clients:\n%s\nfor servers and administering machines:\n%s\n", ct, t)
 			return nil
 		},
 	}
