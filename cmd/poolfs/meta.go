@@ -32,7 +32,9 @@ func metaCmd(g *globals) *cobra.Command {
 secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			warnPasswordArg("--db", db)
+			if err := refusePasswordArg("--db", db); err != nil {
+				return err
+			}
 			lessGC()
 			if err := join.join(g.dir); err != nil {
 				return err
@@ -100,13 +102,14 @@ secret of -c DIR and serves the namespace and stripe map kept in --db.`,
 	return cmd
 }
 
-// warnPasswordArg warns, on stderr, when the connection string given by
-// flag holds a password: every local user sees it in ps.
-func warnPasswordArg(flag, dsn string) {
+// refusePasswordArg refuses a connection string given by flag that holds a
+// password: every local user reads it in ps. The error does not repeat it.
+func refusePasswordArg(flag, dsn string) error {
 	if postgres.HasPassword(dsn) {
-		fmt.Fprintf(os.Stderr, "poolfs: warning: the password in %s is visible to every local user (ps, /proc/PID/cmdline); "+
-			"give it by PGPASSWORD, a password file (~/.pgpass, PGPASSFILE or passfile=) or a service file (PGSERVICE, PGSERVICEFILE) instead\n", flag)
+		return fmt.Errorf("the password in %s would be readable by every local user (ps, /proc/PID/cmdline): "+
+			"give it by a password file (~/.pgpass, PGPASSFILE or passfile=), a service file (PGSERVICE, PGSERVICEFILE) or PGPASSWORD instead", flag)
 	}
+	return nil
 }
 
 // lessGC lets a metadata server's heap grow to five times what is live

@@ -29,7 +29,9 @@ create --mgmt: the one holding the database's lease leads, the others stand by
 and take over within 10 s of its death (docs/multihost.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			warnPasswordArg("--db", cfg.DB)
+			if err := refusePasswordArg("--db", cfg.DB); err != nil {
+				return err
+			}
 			cfg.Dir = g.dir
 			if err := df.check(cmd); err != nil {
 				return err

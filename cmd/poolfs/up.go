@@ -31,6 +31,9 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Dir = g.dir
+			if err := refusePasswordArg("--meta", cfg.Meta); err != nil {
+				return err
+			}
 			if err := df.check(cmd); err != nil {
 				return err
 			}
@@ -65,7 +68,6 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			warnPasswordArg("--meta", cfg.Meta)
 			reg := mflag.registry("up")
 			if reg != nil {
 				cfg.WrapDrive = metrics.NewDrives(reg).Wrap
