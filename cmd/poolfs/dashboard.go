@@ -28,7 +28,7 @@ func (f *dashFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.addr, "dashboard", "127.0.0.1:9480", "web dashboard address (empty: none); an address other than loopback needs --dashboard-cert")
 	fl.StringVar(&f.cert, "dashboard-cert", "", "TLS certificate file (PEM) of the dashboard: serve HTTPS")
 	fl.StringVar(&f.key, "dashboard-key", "", "TLS private key file (PEM) of --dashboard-cert")
-	fl.StringVar(&f.adminPassword, "admin-password-file", "", "at the first start, read the dashboard admin's password from this file (- : stdin); "+
+	fl.StringVar(&f.adminPassword, "admin-password-file", "", "at the first start, read the dashboard admin's password from this file (- : stdin; refused if group or others may read or write it); "+
 		"without it a password is generated and printed once")
 }
 
@@ -70,7 +70,7 @@ func firstAdmin(users *dashboard.Users, f dashFlags) error {
 			return err
 		}
 	default:
-		fh, err := os.Open(f.adminPassword)
+		fh, err := openPrivateFile(f.adminPassword)
 		if err != nil {
 			return fmt.Errorf("--admin-password-file: %w", err)
 		}

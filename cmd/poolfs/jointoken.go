@@ -73,23 +73,34 @@ func readStdinToken(in *os.File) ([]byte, error) {
 	return readTokenBytes(in, "standard input")
 }
 
-// readTokenFile reads the token in file name, refusing a regular file that
-// group or others may read or write.
+// readTokenFile reads the token in file name (openPrivateFile).
 func readTokenFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, err := openPrivateFile(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	return readTokenBytes(f, name)
+}
+
+// openPrivateFile opens file name, which holds a secret, for reading. It
+// refuses a regular file that group or others may read or write, as ssh
+// refuses such a private key (a pipe or terminal is taken as it is).
+func openPrivateFile(name string) (*os.File, error) {
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	if perm := st.Mode().Perm(); st.Mode().IsRegular() && perm&0o077 != 0 {
-		return nil, fmt.Errorf("join token file %s has mode %04o: group or others may read or change the cluster secret in it; chmod 600 %s",
-			name, perm, name)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
-	return readTokenBytes(f, name)
+	if perm := st.Mode().Perm(); st.Mode().IsRegular() && perm&0o077 != 0 {
+		f.Close()
+		return nil, fmt.Errorf("%s has mode %04o: group or others may read or change the secret in it; chmod 600 %s", name, perm, name)
+	}
+	return f, nil
 }
 
 // readTokenBytes reads all of r, at most maxTokenLen bytes.

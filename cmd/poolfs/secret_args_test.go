@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"poolfs/internal/dashboard"
 )
 
 // A PostgreSQL connection string that holds a password is refused on the
@@ -36,6 +38,38 @@ func TestPasswordArgRefused(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("%s was made (%v)", dir, err)
+			}
+		})
+	}
+}
+
+// The first dashboard admin's password is read from a file of mode 0600;
+// a file that group or others may read or write is refused and no user is
+// made.
+func TestAdminPasswordFileMode(t *testing.T) {
+	for _, tc := range []struct {
+		perm os.FileMode
+		ok   bool
+	}{{0o600, true}, {0o400, true}, {0o640, false}, {0o604, false}, {0o620, false}} {
+		t.Run(tc.perm.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			pwFile := filepath.Join(tmp, "pw")
+			if err := os.WriteFile(pwFile, []byte("Adm1n-password\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(pwFile, tc.perm); err != nil {
+				t.Fatal(err)
+			}
+			users, err := dashboard.OpenUsers(filepath.Join(tmp, dashboard.UsersFile), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = firstAdmin(users, dashFlags{adminPassword: pwFile})
+			if tc.ok != (err == nil) || users.Exists() != tc.ok {
+				t.Fatalf("mode %v: firstAdmin = %v, users made: %v", tc.perm, err, users.Exists())
+			}
+			if !tc.ok && !strings.Contains(err.Error(), "chmod 600") {
+				t.Errorf("error does not say how: %v", err)
 			}
 		})
 	}
