@@ -14,10 +14,12 @@ import (
 	"poolfs/internal/placement"
 )
 
-// logReads counts the fragment reads of log stripes made through it.
+// logReads counts the fragment reads of log stripes made through it, and
+// the bytes they read.
 type logReads struct {
 	inner client.Drives
 	n     atomic.Int64
+	bytes atomic.Int64
 }
 
 func (r *logReads) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
@@ -34,10 +36,12 @@ type logReadDrive struct {
 }
 
 func (d *logReadDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
+	b, err := d.Drive.ReadFragment(ctx, key, off, n, dst)
 	if meta.IsLogStripe(key.Stripe) {
 		d.r.n.Add(1)
+		d.r.bytes.Add(int64(len(b)))
 	}
-	return d.Drive.ReadFragment(ctx, key, off, n, dst)
+	return b, err
 }
 
 // TestDeltaPartsReadTogether: the extents that one write-back packed side

@@ -368,6 +368,7 @@ func (f *File) FoldAll(ctx context.Context) error {
 // committed meanwhile stay, over the new generation). On a failed commit
 // the new fragments are deleted (best effort).
 func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint64, name string) (uint64, []meta.Delta, error) {
+	ctx = patient(ctx)
 	recs, err := c.meta.Stripes(ctx, ino, s, s)
 	if err != nil || len(recs) == 0 || len(recs[0].Deltas) == 0 {
 		return 0, nil, err
