@@ -10,11 +10,15 @@
 #   - MB/s of each side and poolfs / fio: user bytes over the wall time of
 #     the fio command, end_fsync included (all writes durable);
 #   - the physical limits beside them: the FUSE ceiling, and the drive
-#     bound, the local file system's sequential O_DIRECT write rate (the
-#     layout phase: what the one disk under all 12 drives takes) over the
-#     drive bytes per user byte allowed (1.3 sequential, 3.5 for 64 KiB;
-#     for 4 KiB, which has no target, the amplification measured); and
-#     poolfs over the lower of the two;
+#     bound, the local file system's sequential O_DIRECT write rate (what
+#     the one disk under all 12 drives takes: the lower of the layout
+#     phase's and of a write as long as a random phase, since a short one
+#     may end in the host's cache) over the drive bytes per user byte
+#     allowed (1.3 sequential, 3.5 for 64 KiB; for 4 KiB, which has no
+#     target, the amplification measured); and poolfs over the lower of
+#     the two;
+#   - what the disk read and wrote, and how busy it was, while fio ran
+#     through the mount (/proc/diskstats): the folds read what they fold;
 #   - drive bytes written per user byte: the growth of the pool's
 #     `written` counter (`poolfs status --json`: bytes the drives wrote to
 #     store fragments, record headers included, whatever wrote them:
@@ -121,18 +125,25 @@ fio_job() {
   t1=$(date +%s.%N)
   python3 -c "import json,sys; w=json.loads(sys.argv[1])['jobs'][0]['write']; print(w['io_bytes'], w['total_ios'], float(sys.argv[3])-float(sys.argv[2]))" "$out" "$t0" "$t1"
 }
+# The disk under the work directory, and diskstat -> its bytes read, bytes
+# written and milliseconds busy so far (/proc/diskstats).
+disk_dev=$(basename "$(findmnt -no SOURCE -T "$work")")
+diskstat() { awk -v d="$disk_dev" '$3 == d {print $6 * 512, $10 * 512, $13}' /proc/diskstats; }
 # phase NAME rw bs extra...: the local file, the null mount, then the
-# mount with the drive counters read around it; results go to $work/NAME.
+# mount with the drive counters and the disk's read around it; results go
+# to $work/NAME.
 phase() {
   local name=$1
   shift
   read -r lb _ ls < <(fio_job "$work/local/rw.dat" "$@")
   read -r nb _ ns < <(fio_job "$work/null/rw.dat" "$@")
-  local w0 p0 w1 p1
+  local w0 p0 w1 p1 dr0 dw0 dt0 dr1 dw1 dt1
   w0=$(written); p0=$(proc_written)
+  read -r dr0 dw0 dt0 < <(diskstat)
   read -r pb pn ps < <(fio_job "$work/mnt/rw.dat" "$@")
+  read -r dr1 dw1 dt1 < <(diskstat)
   w1=$(settle); p1=$(proc_written)
-  echo "$lb $ls $nb $ns $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max") $(pool_field used_raw)" >"$work/$name"
+  echo "$lb $ls $nb $ns $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max") $(pool_field used_raw) $((dr1 - dr0)) $((dw1 - dw0)) $((dt1 - dt0))" >"$work/$name"
   echo "$name done: $(cat "$work/$name")" >&2
 }
 
@@ -140,6 +151,12 @@ big=$((1 << 50)) # io_size: the run-time cap ends the random phases
 haltpoll_line
 echo "bench/randwrite.sh $size_mib $runtime: poolfs up --mount, 12 drives, $k+$m, unit 1 MiB${POOLFS_MOUNT_FLAGS:+ $POOLFS_MOUNT_FLAGS}; fio libaio iodepth 16 O_DIRECT on a ${size_mib} MiB file; random phases ${runtime} s each; $(nproc) cores, local file system $(findmnt -no FSTYPE -T "$work")"
 echo
+# The disk's sustained sequential write rate: 1 MiB O_DIRECT writes on the
+# local file system for as long as a random phase, over a file twice the
+# size (a short write may end in the host's cache under a virtual disk).
+read -r sb _ ss < <(fio_job "$work/local/sustained.dat" write 1M --size=$((2 * size_mib))M --time_based --runtime="$runtime")
+rm -f "$work/local/sustained.dat"
+echo "$sb $ss" >"$work/sustained"
 phase seq write 1M
 phase rand64k randwrite 64k --io_size=$big --runtime="$runtime"
 phase rand4k randwrite 4k --io_size=$big --runtime="$runtime"
@@ -168,8 +185,11 @@ work, size_mib, k, m, du_gc, budget, verdict = sys.argv[1], int(sys.argv[2]), in
 MiB = 1 << 20
 rows = {}
 for name in ("seq", "rand64k", "rand4k"):
-    lb, ls, nb, ns, pb, pn, ps, dw, pw, du, dumax, used = open(f"{work}/{name}").read().split()
-    rows[name] = dict(lb=int(lb), ls=float(ls), nb=int(nb), ns=float(ns), pb=int(pb), ps=float(ps), dw=int(dw), pw=int(pw), du=int(du), dumax=int(dumax), used=int(used))
+    lb, ls, nb, ns, pb, pn, ps, dw, pw, du, dumax, used, kr, kw, kt = open(f"{work}/{name}").read().split()
+    rows[name] = dict(lb=int(lb), ls=float(ls), nb=int(nb), ns=float(ns), pb=int(pb), ps=float(ps), dw=int(dw), pw=int(pw), du=int(du), dumax=int(dumax), used=int(used),
+                      kr=int(kr), kw=int(kw), kt=int(kt))
+sb, ss = open(f"{work}/sustained").read().split()
+sustained = int(sb) / float(ss) / 1e6
 # The committed raw bytes after the layout are the file's stripes; what a
 # random phase leaves beyond them is the delta log, whose extents are
 # folded later: at most one rewrite of every stripe, uncounted above.
@@ -187,7 +207,8 @@ def mark(ok):
     return "ok" if ok else "**missed**"
 print("| phase | fio, local FS | poolfs | poolfs / fio (target) | drive bytes / user byte (target) | `poolfs up` write_bytes / user byte | user bytes written by poolfs |")
 print("|---|---|---|---|---|---|---|")
-seq_local = mbs(rows["seq"]["lb"], rows["seq"]["ls"])
+# The disk's rate: the lower of the layout phase's and the sustained one.
+seq_local = min(mbs(rows["seq"]["lb"], rows["seq"]["ls"]), sustained)
 limits = {}
 for name, r in rows.items():
     lr, pr = mbs(r["lb"], r["ls"]), mbs(r["pb"], r["ps"])
@@ -205,7 +226,7 @@ for name, r in rows.items():
     limits[name] = (mbs(r["nb"], r["ns"]), seq_local / allowed, allowed, pr, lr)
 print()
 least = (k + m) / k
-print(f"Physical limits in the same run: the FUSE ceiling is the same fio job on `poolfs mount-null` (discards writes); the drive bound is the local file system's sequential O_DIRECT write rate ({seq_local:.0f} MB/s, the layout phase: the disk under all 12 drives) over the drive bytes per user byte allowed (for 4 KiB, which has no target, the amplification measured); the bound at the least amplification is that rate over the least any {k}+{m} write can store, {least:.2f} bytes per byte, or the FUSE ceiling if lower (the host's and the page cache can take more than the sequential rate for a short phase: the layout phase may pass it).")
+print(f"Physical limits in the same run: the FUSE ceiling is the same fio job on `poolfs mount-null` (discards writes); the drive bound is the local file system's sequential O_DIRECT write rate ({seq_local:.0f} MB/s: the lower of the layout phase's, {mbs(rows['seq']['lb'], rows['seq']['ls']):.0f} MB/s, and a write as long as a random phase, {sustained:.0f} MB/s; the disk under all 12 drives) over the drive bytes per user byte allowed (for 4 KiB, which has no target, the amplification measured); the bound at the least amplification is that rate over the least any {k}+{m} write can store, {least:.2f} bytes per byte, or the FUSE ceiling if lower (the host's and the page cache can take more than the sequential rate for a short phase: the layout phase may pass it).")
 print()
 print(f"| phase | FUSE ceiling | drive bound (÷ amplification) | limit (the lower) | poolfs / limit | bound at the least amplification (÷ {least:.2f} or FUSE) | poolfs / that bound | 40% of fio, local FS |")
 print("|---|---|---|---|---|---|---|---|")
@@ -220,6 +241,13 @@ for name in ("rand64k", "rand4k"):
         print()
         print(f"fio on the local file system writes {label[name]} at {lr:.0f} MB/s, above the disk's sequential O_DIRECT rate ({seq_local:.0f} MB/s): "
               "that figure is the host's cache under the virtual disk, not what the disk stores; the limit above is.")
+print()
+print("What the disk under all 12 drives did while fio ran through the mount (/proc/diskstats of the disk; the settling after the phase not included):")
+print()
+print("| phase | disk read | disk written | disk busy | disk bytes (read + written) / user byte |")
+print("|---|---|---|---|---|")
+for name, r in rows.items():
+    print(f"| {label[name]} | {mbs(r['kr'], r['ps']):.0f} MB/s | {mbs(r['kw'], r['ps']):.0f} MB/s | {min(100, r['kt'] / 10 / r['ps']):.0f}% | {(r['kr'] + r['kw']) / r['pb']:.2f} |")
 live = (k + m) / k * size_mib * MiB
 dumax = max(r["dumax"] for r in rows.values())
 print()
