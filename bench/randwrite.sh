@@ -128,7 +128,7 @@ fio_job() {
 # The disk under the work directory, and diskstat -> its bytes read, bytes
 # written and milliseconds busy so far (/proc/diskstats).
 disk_dev=$(basename "$(findmnt -no SOURCE -T "$work")")
-diskstat() { awk -v d="$disk_dev" '$3 == d {print $6 * 512, $10 * 512, $13}' /proc/diskstats; }
+diskstat() { awk -v d="$disk_dev" '$3 == d {printf "%.0f %.0f %d\n", $6 * 512, $10 * 512, $13}' /proc/diskstats; }
 # phase NAME rw bs extra...: the local file, the null mount, then the
 # mount with the drive counters and the disk's read around it; results go
 # to $work/NAME.
