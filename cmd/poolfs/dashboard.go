@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"poolfs/internal/cluster"
 	"poolfs/internal/dashboard"
+	"poolfs/internal/privfile"
 )
 
 // dashFlags are the dashboard options of `poolfs up`.
@@ -29,7 +31,7 @@ func (f *dashFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.cert, "dashboard-cert", "", "TLS certificate file (PEM) of the dashboard: serve HTTPS")
 	fl.StringVar(&f.key, "dashboard-key", "", "TLS private key file (PEM) of --dashboard-cert")
 	fl.StringVar(&f.adminPassword, "admin-password-file", "", "at the first start, read the dashboard admin's password from this file (- : stdin; refused if group or others may read or write it); "+
-		"without it a password is generated and printed once")
+		"without it a password is generated and shown once on a terminal, or written to the owner-only file "+FirstPasswordFile+" in the cluster directory")
 }
 
 // checkDashFlags refuses options that would expose passwords.
@@ -52,10 +54,18 @@ func (f *dashFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
+// FirstPasswordFile, in the cluster directory, holds a generated first
+// admin password when it could not be shown on a terminal (a service's
+// output goes to a journal that other users may read). It is mode 0600 and
+// `poolfs user passwd admin` removes it.
+const FirstPasswordFile = "dashboard-admin-password"
+
 // firstAdmin creates the user file with its admin at the cluster's first
-// dashboard start: the password from --admin-password-file, or generated
-// and printed once. It does nothing when the file exists.
-func firstAdmin(users *dashboard.Users, f dashFlags) error {
+// start in dir: the password comes from --admin-password-file (or stdin), or
+// is generated. A generated password is printed only to a terminal;
+// otherwise it is written to FirstPasswordFile and only that file's name is
+// printed, so that no log keeps it.
+func firstAdmin(dir string, users *dashboard.Users, f dashFlags) error {
 	if users.Exists() {
 		return nil
 	}
@@ -63,7 +73,15 @@ func firstAdmin(users *dashboard.Users, f dashFlags) error {
 	switch f.adminPassword {
 	case "":
 		pw = dashboard.GeneratePassword()
-		defer fmt.Printf("dashboard: user admin, password %s (shown only now; change it with poolfs user passwd admin)\n", pw)
+		if term.IsTerminal(int(os.Stdout.Fd())) {
+			defer fmt.Printf("dashboard: user admin, password %s (shown only now; change it with poolfs user passwd admin)\n", pw)
+			break
+		}
+		path := filepath.Join(dir, FirstPasswordFile)
+		if err := privfile.Write(path, []byte(pw+"\n")); err != nil {
+			return fmt.Errorf("dashboard admin password: %w", err)
+		}
+		defer fmt.Printf("dashboard: user admin, password in %s (owner only; change it with poolfs user passwd admin, which removes the file)\n", path)
 	case "-":
 		var err error
 		if pw, err = readPassword(os.Stdin, "dashboard admin password"); err != nil {
@@ -95,7 +113,7 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	if err := firstAdmin(users, f); err != nil {
+	if err := firstAdmin(dir, users, f); err != nil {
 		return nil, err
 	}
 	var cert *tls.Certificate

@@ -64,7 +64,7 @@ func TestAdminPasswordFileMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = firstAdmin(users, dashFlags{adminPassword: pwFile})
+			err = firstAdmin(t.TempDir(), users, dashFlags{adminPassword: pwFile})
 			if tc.ok != (err == nil) || users.Exists() != tc.ok {
 				t.Fatalf("mode %v: firstAdmin = %v, users made: %v", tc.perm, err, users.Exists())
 			}

@@ -79,6 +79,12 @@ func userCmd(g *globals) *cobra.Command {
 			if err := u.SetPassword(args[0], r, pw); err != nil {
 				return err
 			}
+			if args[0] == "admin" {
+				// The generated first password is no longer the admin's.
+				if err := os.Remove(filepath.Join(g.dir, FirstPasswordFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return err
+				}
+			}
 			fmt.Printf("user %s: password changed\n", args[0])
 			return nil
 		},
