@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -81,8 +82,39 @@ func (f *File) readyLocked(n int, off int64) bool {
 }
 
 // readUnlock is ReadAt from the point where f.mu is held; it releases it.
-// With ready (readyLocked held), nothing waits.
+// With ready (readyLocked held), nothing waits. A read that met a stripe
+// replaced since the handle took its record (errStale: a fold or another
+// writer committed it, and the old generation was collected) drops the
+// records of its range and reads again.
 func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) (int, error) {
+	for attempt := 0; ; attempt++ {
+		n, err := f.readUnlockOnce(ctx, p, off, ready)
+		if !errors.Is(err, errStale) || attempt >= staleRetries {
+			return n, err
+		}
+		f.mu.Lock()
+		f.dropRecordsLocked(off, len(p))
+		ready = false
+	}
+}
+
+// staleRetries bounds how often a read starts again over records found
+// stale: each time, a writer replaced a stripe of the range between the
+// read's fetch of its record and of its fragments, and the collector was
+// quicker still.
+const staleRetries = 8
+
+// dropRecordsLocked forgets the records of the stripes of n bytes at off,
+// so that the next read fetches them (with their extents) again.
+func (f *File) dropRecordsLocked(off int64, n int) {
+	sb := f.stripeBytes()
+	for s := uint64(off / sb); s <= uint64((off+int64(max(n, 1))-1)/sb); s++ {
+		delete(f.mu.recs, s)
+	}
+}
+
+// readUnlockOnce is one attempt of readUnlock.
+func (f *File) readUnlockOnce(ctx context.Context, p []byte, off int64, ready bool) (int, error) {
 	pl, err := f.planLocked(ctx, p, off)
 	if err != nil || pl.n == 0 {
 		f.mu.Unlock()
@@ -90,7 +122,13 @@ func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) 
 	}
 	if pl.locked {
 		defer f.mu.Unlock()
-		return f.readLocked(ctx, p, off)
+		for attempt := 0; ; attempt++ {
+			n, err := f.readLocked(ctx, p, off)
+			if !errors.Is(err, errStale) || attempt >= staleRetries {
+				return n, err
+			}
+			f.dropRecordsLocked(off, len(p))
+		}
 	}
 	f.mu.Unlock()
 	err = f.readPlan(ctx, pl, p, off)

@@ -41,6 +41,8 @@ import (
 // map fetched again, if either changed: a rebuild or a resync may have
 // moved its fragments since the caller read the record (a mount keeps a
 // file's records), and drives the cached map says are down may be back.
+// If the stripe has another generation by then, the read is errStale, not
+// data loss.
 func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {
 	shards, err := c.readStripeOnce(ctx, lay, ino, rec, b, name)
 	if err == nil || !(errors.Is(err, ErrDataLoss) || errors.Is(err, ErrUnavailable)) || c.meta == nil {
@@ -49,8 +51,11 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 	old, _ := c.Map(ctx)
 	m, merr := c.RefreshMap(ctx)
 	recs, rerr := c.meta.Stripes(ctx, ino, rec.Stripe, rec.Stripe)
-	if merr != nil || rerr != nil || len(recs) != 1 || recs[0].Gen != rec.Gen {
+	if merr != nil || rerr != nil {
 		return nil, err
+	}
+	if len(recs) != 1 || recs[0].Gen != rec.Gen {
+		return nil, fmt.Errorf("%w: %s stripe %d generation %x (%v)", errStale, name, rec.Stripe, rec.Gen, err)
 	}
 	fresh := rec
 	fresh.Drives = recs[0].Drives
@@ -59,6 +64,16 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 	}
 	return c.readStripeOnce(ctx, lay, ino, fresh, b, name)
 }
+
+// errStale is a stripe read with a record that is no longer the
+// stripe's: a fold, another writer or a truncation replaced its generation
+// (or dropped the stripe) after the caller read the record, and the
+// collector has since deleted the old generation's fragments. Nothing is
+// lost: the caller reads the record again. It is a conflict
+// (errors.Is(err, meta.ErrConflict)), which the write paths already take
+// as "merge again over the new records"; the read paths (file_read.go)
+// drop the records they hold and read again.
+var errStale = fmt.Errorf("client: stripe replaced since its record was read (%w)", meta.ErrConflict)
 
 // readStripeOnce is readStripe with the record and map it is given.
 func (c *Client) readStripeOnce(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, b *stripeBuf, name string) ([][]byte, error) {

@@ -305,6 +305,12 @@ func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64) (map[u
 			}
 			return f.mergeOne(ctx, b.lay, b.ino, s, b.dirty[s], old, had, l, sbuf)
 		})
+		if errors.Is(err, meta.ErrConflict) && attempt < 50 {
+			// A stripe was replaced (a fold) after its record was read,
+			// and its old generation collected: merge over the new one.
+			time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+			continue
+		}
 		if err != nil {
 			return nil, meta.Attr{}, err
 		}
