@@ -17,6 +17,9 @@
 //     stripe cannot be read), records that do not decode, stripes with
 //     fragments but no record below the file's size (a lost record), and
 //     files whose stored-byte count exceeds what their records hold.
+//     A record whose fragments the drive scan did not list is checked
+//     again on its own drives before it is reported: on a cluster in use,
+//     a write or a fold commits new generations while fsck runs.
 //   - Fragments that no record names (generations replaced or never
 //     committed, files removed): counted; removing them is the
 //     collector's job (poolfs gc --orphans), never fsck's.

@@ -104,3 +104,38 @@ func itoa(v uint64) string {
 	}
 	return itoa(v/10) + string(rune('0'+v%10))
 }
+
+// TestGenerationCommittedAfterTheScan: on a cluster in use, a fold or a
+// write commits a stripe's new generation after fsck listed the drives.
+// The record names fragments the scan did not see; fsck asks the drives
+// for them and reports nothing, where a generation whose fragments are
+// really gone is still reported.
+func TestGenerationCommittedAfterTheScan(t *testing.T) {
+	ctx := context.Background()
+	c, st, d := testCluster()
+	st.attrs[10] = meta.Attr{Ino: 10, Type: meta.TypeFile, Size: 2 * 8192, Stored: 2 * 8192, Layout: meta.Layout{K: 2, M: 1, Unit: 4096}}
+	st.recs[10] = map[uint64]meta.StripeRec{0: rec(0, 3), 1: rec(1, 5)}
+	put(d, 10, 0, 3, []int{0, 1, 2})
+	put(d, 10, 1, 5, []int{0, 1}) // degraded for real
+	once := false
+	rep, err := c.Run(ctx, Options{Progress: func(p Progress) {
+		if p.Phase == "files" && !once {
+			once = true // the drives are listed: stripe 0 is replaced now
+			put(d, 10, 0, 9, []int{0, 1, 2})
+			st.recs[10][0] = rec(0, 9)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !once {
+		t.Fatal("the replacement never ran")
+	}
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, p.Kind+" "+itoa(p.Stripe))
+	}
+	if len(got) != 1 || got[0] != ProblemMissingFragments+" 1" {
+		t.Fatalf("problems %v, want only stripe 1's missing fragment", got)
+	}
+}

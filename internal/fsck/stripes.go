@@ -7,7 +7,9 @@ import (
 	"math"
 	"slices"
 
+	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 	"poolfs/internal/storage"
@@ -38,6 +40,9 @@ func (r *run) checkFile(ctx context.Context, p string, ino meta.Ino) error {
 		r.markSeen(sid{ino, rec.Stripe}, rec.Gen)
 		k, m := rec.Scheme(a.Layout.K)
 		present := r.present(sid{ino, rec.Stripe}, rec.Gen)
+		if len(present) < k+m {
+			present = r.confirm(ctx, ino, rec, present)
+		}
 		switch {
 		case len(present) < k:
 			pr := r.add(Problem{Kind: ProblemUnreadableStripe, Path: p, Ino: ino, Stripe: rec.Stripe, Gen: rec.Gen,
@@ -141,6 +146,38 @@ func (r *run) present(s sid, gen uint64) []loc {
 		}
 	}
 	return out
+}
+
+// confirm asks the drives of rec for the fragments the scan did not list:
+// on a cluster in use, a write or a fold may have committed rec's
+// generation after the scan of its drives, and its fragments are there.
+// It returns present with those found added (and notes them as found).
+func (r *run) confirm(ctx context.Context, ino meta.Ino, rec meta.StripeRec, present []loc) []loc {
+	for i, id := range rec.Drives {
+		if slices.ContainsFunc(present, func(l loc) bool { return l.index == i }) {
+			continue
+		}
+		did := placement.DriveID(id)
+		if d, err := r.c.Map.Drive(did); err != nil || d.State != clustermap.StateUp {
+			continue
+		}
+		drv, err := r.c.Drives.Drive(r.c.Map, did)
+		if err != nil {
+			continue
+		}
+		key := erasure.FragmentKey{Ino: uint64(ino), Stripe: rec.Stripe, Gen: rec.Gen, Index: uint8(i)}
+		if _, err := drv.ReadFragment(ctx, key, 0, chunkstore.Align, nil); err != nil {
+			continue
+		}
+		l := loc{i, did}
+		present = append(present, l)
+		s := sid{ino, rec.Stripe}
+		if r.frags[s] == nil {
+			r.frags[s] = map[uint64][]loc{}
+		}
+		r.frags[s][rec.Gen] = append(r.frags[s][rec.Gen], l)
+	}
+	return present
 }
 
 // rewrite re-writes the missing fragments of a readable stripe from the
