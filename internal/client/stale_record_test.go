@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -48,14 +47,6 @@ func otherClient(conn *conn) *client.Client {
 	return client.New(conn.Meta, conn.Maps, drivetest.UpOnly(conn.Drives), client.Options{})
 }
 
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return b
-}
-
 // TestReadOverCollectedGenerationReadsAgain: a handle keeps the records of
 // the stripes it read (close-to-open); another client rewrites those
 // stripes and the collector deletes the old generations' fragments. The
@@ -75,7 +66,7 @@ func TestReadOverCollectedGenerationReadsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	neu := randomBytes(1 << 20)
+	neu := randomPiece(1 << 20)
 	if _, err := o.WriteAt(ctx, neu, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +124,7 @@ func TestMergeOverCollectedGenerationMergesAgain(t *testing.T) {
 	w, _ := written(t, conn, "f", 1<<20)
 	ino := w.Attr().Ino
 	w.Close()
-	neu := randomBytes(1 << 20)
+	neu := randomPiece(1 << 20)
 	collected := 0
 	h := &hookMeta{Meta: conn.Meta, ino: ino}
 	h.hook = func() {
@@ -156,7 +147,7 @@ func TestMergeOverCollectedGenerationMergesAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Three quarters of stripe 1: merged with the rest of the stripe.
-	part := randomBytes(192 << 10)
+	part := randomPiece(192 << 10)
 	if _, err := f.WriteAt(ctx, part, 256<<10); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -226,14 +225,6 @@ func put(t *testing.T, c *client.Client, name string, data []byte, sync bool) me
 	return a.Ino
 }
 
-func randBytes(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return b
-}
-
 // readAll reads file ino through c.
 func readAll(c *client.Client, ino meta.Ino) ([]byte, error) {
 	ctx := context.Background()
@@ -265,7 +256,7 @@ func TestCloseVisibleSyncDurable(t *testing.T) {
 		case 7:
 			n = 300 << 10 // more than a 256 KiB stripe
 		}
-		data := randBytes(n)
+		data := randomPiece(n)
 		ino := put(t, c, fmt.Sprintf("f%d", i), data, false)
 		files[ino] = data
 		got, err := readAll(other.Client, ino)
@@ -322,7 +313,7 @@ func TestSyncGroupCommitConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 10 {
-				data := randBytes(4096 * (1 + i%3))
+				data := randomPiece(4096 * (1 + i%3))
 				ino := put(t, c, fmt.Sprintf("w%d-%d", w, i), data, true)
 				end := time.Now()
 				mu.Lock()
@@ -364,7 +355,7 @@ func TestPowerLossBetweenCloseAndSync(t *testing.T) {
 			synced := map[meta.Ino][]byte{}
 			closed := map[meta.Ino][]byte{}
 			for i := range 40 {
-				data := randBytes([]int{4096, 65536, 5000, 300 << 10}[i%4])
+				data := randomPiece([]int{4096, 65536, 5000, 300 << 10}[i%4])
 				// A Sync covers every file closed before it: the last
 				// ten files are closed after the last one.
 				sync := i%3 == 0 && i < 30
@@ -423,7 +414,7 @@ func TestFlushGuessConflicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, second := randBytes(100), randBytes(100)
+	first, second := randomPiece(100), randomPiece(100)
 	if _, err := theirs.WriteAt(ctx, first, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +439,7 @@ func TestBackgroundSyncAfterClose(t *testing.T) {
 	c, rec, other := recClientWith(t, true, client.Options{SyncDelay: 50 * time.Millisecond})
 	files := map[meta.Ino][]byte{}
 	for i := range 5 {
-		data := randBytes(4096)
+		data := randomPiece(4096)
 		files[put(t, c, fmt.Sprintf("f%d", i), data, false)] = data
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -488,7 +479,7 @@ func TestSyncSkipsDriveDown(t *testing.T) {
 	ctx := context.Background()
 	var inos []meta.Ino
 	for i := range 10 {
-		inos = append(inos, put(t, c, fmt.Sprintf("f%d", i), randBytes(4096), false))
+		inos = append(inos, put(t, c, fmt.Sprintf("f%d", i), randomPiece(4096), false))
 	}
 	recs, err := other.Meta.Stripes(ctx, inos[0], 0, 0)
 	if err != nil || len(recs) != 1 {
@@ -527,7 +518,7 @@ func TestSyncDriveFailingThenDown(t *testing.T) {
 		t.Run(fmt.Sprintf("markDown=%v", markDown), func(t *testing.T) {
 			c, rec, other := recClient(t, false)
 			ctx := context.Background()
-			inos := []meta.Ino{put(t, c, "f", randBytes(4096), false)}
+			inos := []meta.Ino{put(t, c, "f", randomPiece(4096), false)}
 			recs, err := other.Meta.Stripes(ctx, inos[0], 0, 0)
 			if err != nil || len(recs) != 1 {
 				t.Fatalf("stripes %v, %v", recs, err)

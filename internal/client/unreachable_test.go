@@ -84,7 +84,7 @@ func TestWriteAroundDriveThisClientCannotDial(t *testing.T) {
 	const bad = placement.DriveID(3)
 	c := client.New(other.Meta, other.Maps, refusingDrives{inner: drivetest.UpOnly(other.Drives), bad: bad}, client.Options{})
 	ctx := context.Background()
-	data := randBytes(6*4*testUnit + 1000) // seven stripes: some placed on the drive
+	data := randomPiece(6*4*testUnit + 1000) // seven stripes: some placed on the drive
 	a, err := c.Meta().Create(ctx, meta.RootIno, "f", meta.TypeFile, 0o644, 0, 0, 0, "")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestSyncSkipsDriveThisClientCannotReach(t *testing.T) {
 		}
 		return f, a.Ino
 	}
-	first := randBytes(4*testUnit + 1000)
+	first := randomPiece(4*testUnit + 1000)
 	f, ino := write("first", first) // not synced
 	recs, err := other.Meta.Stripes(ctx, ino, 0, 0)
 	if err != nil || len(recs) != 1 {
@@ -197,7 +197,7 @@ func TestSyncSkipsDriveThisClientCannotReach(t *testing.T) {
 	h.mu.Lock()
 	h.armed, h.hung = true, placement.DriveID(recs[0].Drives[0])
 	h.mu.Unlock()
-	second := randBytes(6*4*testUnit + 1000) // seven stripes: some placed on the drive
+	second := randomPiece(6*4*testUnit + 1000) // seven stripes: some placed on the drive
 	write("second", second)
 	done := make(chan error, 1)
 	go func() { done <- f.Sync(ctx) }()

@@ -87,7 +87,7 @@ func TestWriteAroundDriveThatHangs(t *testing.T) {
 func writeAroundHung(t *testing.T, c *client.Client, other *conn, h *hangDrives, sync bool, wait time.Duration, why string) meta.Ino {
 	t.Helper()
 	ctx := context.Background()
-	data := randBytes(3*4*testUnit + 1000) // four stripes
+	data := randomPiece(3*4*testUnit + 1000) // four stripes
 	done := make(chan error, 1)
 	var ino meta.Ino
 	go func() {
