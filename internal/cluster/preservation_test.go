@@ -55,7 +55,7 @@ func TestFullPoolRebuildsPreservationFailures(t *testing.T) {
 		{"16x4+2", 16, "4+2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, conn := startTest(t, Config{Drives: tc.drives, Scheme: tc.scheme, Unit: 16 << 10, DriveSize: 8 << 20,
+			c, conn := startTest(t, Config{Drives: tc.drives, Scheme: tc.scheme, Unit: 16 << 10, DriveSize: 4 << 20,
 				HealthInterval: 50 * time.Millisecond, RebuildInterval: time.Second})
 			ctx := context.Background()
 			files := fillPool(t, conn, 6*64<<10)
