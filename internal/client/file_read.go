@@ -122,13 +122,7 @@ func (f *File) readUnlockOnce(ctx context.Context, p []byte, off int64, ready bo
 	}
 	if pl.locked {
 		defer f.mu.Unlock()
-		for attempt := 0; ; attempt++ {
-			n, err := f.readLocked(ctx, p, off)
-			if !errors.Is(err, errStale) || attempt >= staleRetries {
-				return n, err
-			}
-			f.dropRecordsLocked(off, len(p))
-		}
+		return f.readLocked(ctx, p, off)
 	}
 	f.mu.Unlock()
 	err = f.readPlan(ctx, pl, p, off)
@@ -258,7 +252,21 @@ func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) 
 
 // readLocked reads with the mutex held: the handle's unflushed writes
 // (dirty and in flight) are laid over the committed bytes.
+//
+// A read over records found stale (errStale) drops them and reads again,
+// as readUnlock does.
 func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error) {
+	for attempt := 0; ; attempt++ {
+		n, err := f.readLockedOnce(ctx, p, off)
+		if !errors.Is(err, errStale) || attempt >= staleRetries {
+			return n, err
+		}
+		f.dropRecordsLocked(off, len(p))
+	}
+}
+
+// readLockedOnce is one attempt of readLocked.
+func (f *File) readLockedOnce(ctx context.Context, p []byte, off int64) (int, error) {
 	if off >= f.mu.size {
 		return 0, io.EOF
 	}

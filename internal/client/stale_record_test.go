@@ -52,7 +52,8 @@ func otherClient(conn *conn) *client.Client {
 // stripes and the collector deletes the old generations' fragments. The
 // handle's next reads, ranged and whole-stripe, find the fragments of
 // their records gone: that is a stale record, not data loss, and the
-// reads fetch the records again and return the stripes' current bytes.
+// reads (ranged, whole-stripe, and over the handle's unflushed bytes)
+// fetch the records again and return the stripes' current bytes.
 func TestReadOverCollectedGenerationReadsAgain(t *testing.T) {
 	ctx := context.Background()
 	conn := start(t)
@@ -77,7 +78,20 @@ func TestReadOverCollectedGenerationReadsAgain(t *testing.T) {
 	if n := collect(t, conn); n < 4*(testK+testM) {
 		t.Fatalf("the collector deleted %d fragments, want the 4 old generations' %d", n, 4*(testK+testM))
 	}
-	for _, off := range []int64{5000, 300 << 10, 700 << 10} {
+	// A read the handle's unflushed bytes overlap (done with its mutex
+	// held) over a collected generation.
+	mine := randomPiece(100)
+	if _, err := r.WriteAt(ctx, mine, 300<<10+10); err != nil {
+		t.Fatal(err)
+	}
+	copy(neu[300<<10+10:], mine)
+	if _, err := r.ReadAt(ctx, p, 300<<10); err != nil {
+		t.Fatalf("read over unflushed bytes and a collected generation: %v", err)
+	}
+	if !bytes.Equal(p, neu[300<<10:300<<10+len(p)]) {
+		t.Fatal("read over unflushed bytes: not the current bytes with the handle's over them")
+	}
+	for _, off := range []int64{5000, 700 << 10} {
 		if _, err := r.ReadAt(ctx, p, off); err != nil {
 			t.Fatalf("ranged read at %d over a collected generation: %v", off, err)
 		}
