@@ -55,7 +55,8 @@ func (c *Client) readStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 		return nil, err
 	}
 	if len(recs) != 1 || recs[0].Gen != rec.Gen {
-		return nil, fmt.Errorf("%w: %s stripe %d generation %x (%v)", errStale, name, rec.Stripe, rec.Gen, err)
+		// Not "data loss" in the message either: logs are grepped for it.
+		return nil, fmt.Errorf("%w: %s stripe %d generation %x is no longer committed", errStale, name, rec.Stripe, rec.Gen)
 	}
 	fresh := rec
 	fresh.Drives = recs[0].Drives
