@@ -20,6 +20,10 @@
 //     its generation was replaced or its file removed (the queue), or it
 //     was never committed and is older than the grace (the orphan scan),
 //     so a write in flight is never collected;
+//   - a queued fragment whose generation is still committed with a record
+//     that names the same drive at its index is live again (fragments that
+//     a resync moved away and a later move brought back) and is never
+//     deleted: the record is read again right before the deletion;
 //   - a queued generation's fragments are deleted only after the store
 //     (Store.Sync) and every up drive (Drive.Sync: the replacing
 //     generation may have been written deferred) are durable, so a crash

@@ -43,7 +43,8 @@ type fakeStore struct {
 	mu        sync.Mutex
 	queue     []meta.GCItem
 	committed map[genKey]bool
-	dirs      map[meta.Ino][]meta.Dirent // sorted by name
+	records   map[meta.Ino][]meta.StripeRec // committed stripe records
+	dirs      map[meta.Ino][]meta.Dirent    // sorted by name
 	attrs     map[meta.Ino]meta.Attr
 	lists     int // GCList calls
 }
@@ -82,6 +83,21 @@ func (s *fakeStore) Committed(_ context.Context, ino meta.Ino, stripe, gen uint6
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.committed[genKey{ino, stripe, gen}], nil
+}
+
+func (s *fakeStore) Stripes(_ context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.records[ino] == nil {
+		return nil, meta.ErrNotFound // as for a removed file
+	}
+	var out []meta.StripeRec
+	for _, r := range s.records[ino] {
+		if r.Stripe >= first && r.Stripe <= last {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (s *fakeStore) Readdir(_ context.Context, ino meta.Ino, after string, limit int) ([]meta.Dirent, error) {

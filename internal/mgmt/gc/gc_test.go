@@ -229,3 +229,38 @@ func TestGuard(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedMoveSparesAFragmentMovedBack: an item queued when fragment 1
+// of a generation moved off drive 1 (a resync) waits in the queue (here:
+// it is simply not collected yet) while the fragment moves back onto
+// drive 1 (the drive away again, its stripes placed where they were).
+// The generation is still committed and its record names drive 1 at index
+// 1: the collector leaves that fragment and drops the item. The control
+// item, whose moved fragment stayed away, is deleted.
+func TestQueuedMoveSparesAFragmentMovedBack(t *testing.T) {
+	r := newRig(4)
+	moved := func(seq uint64, ino meta.Ino, from uint32) erasure.FragmentKey {
+		k := erasure.FragmentKey{Ino: uint64(ino), Gen: 7, Index: 1}
+		r.drives[placement.DriveID(from)].frags[k] = now
+		r.store.queue = append(r.store.queue, meta.GCItem{Seq: seq, Ino: ino, Gen: 7, Drives: []uint32{meta.NoDrive, from}, ShardSize: 4096})
+		return k
+	}
+	back, away := moved(1, 10, 1), moved(2, 11, 2)
+	r.store.records = map[meta.Ino][]meta.StripeRec{
+		10: {{Stripe: 0, Gen: 7, Drives: []uint32{0, 1}}}, // moved back onto drive 1
+		11: {{Stripe: 0, Gen: 7, Drives: []uint32{0, 3}}}, // on drive 3 now
+	}
+	rep, err := r.c.Run(context.Background(), Args{})
+	if err != nil || rep.Queued != 2 || len(rep.Errors) > 0 {
+		t.Fatalf("run: %+v, %v; want both items done", rep, err)
+	}
+	if !r.drives[1].has(back) {
+		t.Fatal("the collector deleted a fragment that had moved back onto the drive its item named")
+	}
+	if r.drives[2].has(away) {
+		t.Fatal("the fragment that moved away was not collected")
+	}
+	if q := r.store.queued(); len(q) != 0 {
+		t.Fatalf("queue after the run: %v, want empty", q)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
+	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 )
 
@@ -65,8 +66,16 @@ func (c *Collector) drainQueue(ctx context.Context, m *clustermap.Map, rep *Repo
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				errs := make([]error, len(it.Drives))
+				live, err := c.liveAgain(ctx, it)
 				var fw sync.WaitGroup
 				for i, id := range it.Drives {
+					if err != nil {
+						errs[i] = err
+						continue
+					}
+					if live[i] {
+						continue // its fragment there is the stripe's again
+					}
 					fw.Add(1)
 					go func() {
 						defer fw.Done()
@@ -105,6 +114,35 @@ func (c *Collector) drainQueue(ctx context.Context, m *clustermap.Map, rep *Repo
 		}
 	}
 	return nil
+}
+
+// liveAgain reports, per index of queued item it, whether the fragment it
+// names is live: the stripe's committed record has the item's generation
+// and names the same drive at that index. An item queued when fragments
+// of a generation moved (a resync, a rebalance: the generation stays
+// committed) names the drives they left; a later move of the same
+// generation back onto such a drive (the drive away again and its
+// stripes placed, by the same rule, where they were) makes that fragment
+// live again, and deleting it by its key would delete live data. The item
+// may wait in the queue for minutes while a drive is down.
+func (c *Collector) liveAgain(ctx context.Context, it meta.GCItem) ([]bool, error) {
+	recs, err := c.d.Store.Stripes(ctx, it.Ino, it.Stripe, it.Stripe)
+	if errors.Is(err, meta.ErrNotFound) {
+		return make([]bool, len(it.Drives)), nil // the file is gone: nothing of it is live
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record of inode %d stripe %d: %w", it.Ino, it.Stripe, err)
+	}
+	live := make([]bool, len(it.Drives))
+	for _, r := range recs {
+		if r.Stripe != it.Stripe || r.Gen != it.Gen {
+			continue
+		}
+		for i, id := range it.Drives {
+			live[i] = id != meta.NoDrive && i < len(r.Drives) && r.Drives[i] == id
+		}
+	}
+	return live, nil
 }
 
 // syncDrives makes the deferred writes of every drive that is up durable
