@@ -9,6 +9,7 @@ import (
 
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
 	"poolfs/internal/storage"
 )
 
@@ -89,8 +90,18 @@ func TestSlowDriveMarkedDownAndBack(t *testing.T) {
 		st, slow := state()
 		return st == clustermap.StateUp && slow == "" && len(eventsOf(t, conn, "drive.up")) > 0
 	})
-	if cl, up := eventsOf(t, conn, "drive.slow-cleared"), eventsOf(t, conn, "drive.up"); len(cl) != 1 || len(up) != 1 {
-		t.Fatalf("want one drive.slow-cleared and one drive.up event: %+v, %+v", cl, up)
+	// Of d03: with a 300 ms bound, a loaded 2-core machine running the
+	// race detector may also take another drive down for a moment.
+	of := func(evs []meta.Event) (out []meta.Event) {
+		for _, e := range evs {
+			if e.Subject == "d03" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if cl, up := of(eventsOf(t, conn, "drive.slow-cleared")), of(eventsOf(t, conn, "drive.up")); len(cl) != 1 || len(up) != 1 {
+		t.Fatalf("want one drive.slow-cleared and one drive.up event of d03: %+v, %+v", cl, up)
 	}
 	for _, p := range []string{"/f", "/g"} {
 		if got := get(t, conn, p); !bytes.Equal(got, data) {
