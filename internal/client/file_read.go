@@ -87,15 +87,11 @@ func (f *File) readyLocked(n int, off int64) bool {
 // writer committed it, and the old generation was collected) drops the
 // records of its range and reads again.
 func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) (int, error) {
-	for attempt := 0; ; attempt++ {
-		n, err := f.readUnlockOnce(ctx, p, off, ready)
-		if !errors.Is(err, errStale) || attempt >= staleRetries {
-			return n, err
-		}
+	return retryStale(func() (int, error) { return f.readUnlockOnce(ctx, p, off, ready) }, func() {
 		f.mu.Lock()
 		f.dropRecordsLocked(off, len(p))
 		ready = false
-	}
+	})
 }
 
 // staleRetries bounds how often a read starts again over records found
@@ -103,6 +99,19 @@ func (f *File) readUnlock(ctx context.Context, p []byte, off int64, ready bool) 
 // read's fetch of its record and of its fragments, and the collector was
 // quicker still.
 const staleRetries = 8
+
+// retryStale runs read until it returns anything but errStale, at most
+// staleRetries times more, and calls again (which drops the records found
+// stale) before each new attempt.
+func retryStale(read func() (int, error), again func()) (int, error) {
+	for attempt := 0; ; attempt++ {
+		n, err := read()
+		if !errors.Is(err, errStale) || attempt >= staleRetries {
+			return n, err
+		}
+		again()
+	}
+}
 
 // dropRecordsLocked forgets the records of the stripes of n bytes at off,
 // so that the next read fetches them (with their extents) again.
@@ -256,13 +265,7 @@ func (f *File) readPlan(ctx context.Context, pl *readPlan, p []byte, off int64) 
 // A read over records found stale (errStale) drops them and reads again,
 // as readUnlock does.
 func (f *File) readLocked(ctx context.Context, p []byte, off int64) (int, error) {
-	for attempt := 0; ; attempt++ {
-		n, err := f.readLockedOnce(ctx, p, off)
-		if !errors.Is(err, errStale) || attempt >= staleRetries {
-			return n, err
-		}
-		f.dropRecordsLocked(off, len(p))
-	}
+	return retryStale(func() (int, error) { return f.readLockedOnce(ctx, p, off) }, func() { f.dropRecordsLocked(off, len(p)) })
 }
 
 // readLockedOnce is one attempt of readLocked.

@@ -41,12 +41,6 @@ func collect(t *testing.T, conn *conn) int {
 	return n
 }
 
-// otherClient is a second client (another mount) over conn's store and
-// drives.
-func otherClient(conn *conn) *client.Client {
-	return client.New(conn.Meta, conn.Maps, drivetest.UpOnly(conn.Drives), client.Options{})
-}
-
 // TestReadOverCollectedGenerationReadsAgain: a handle keeps the records of
 // the stripes it read (close-to-open); another client rewrites those
 // stripes and the collector deletes the old generations' fragments. The
@@ -63,7 +57,7 @@ func TestReadOverCollectedGenerationReadsAgain(t *testing.T) {
 	if _, err := r.ReadAt(ctx, p, 5000); err != nil { // r now holds the records
 		t.Fatal(err)
 	}
-	o, err := otherClient(conn).Open(ctx, w.Attr().Ino, "f")
+	o, err := fresh(conn).Client.Open(ctx, w.Attr().Ino, "f")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +136,7 @@ func TestMergeOverCollectedGenerationMergesAgain(t *testing.T) {
 	collected := 0
 	h := &hookMeta{Meta: conn.Meta, ino: ino}
 	h.hook = func() {
-		o, err := otherClient(conn).Open(ctx, ino, "f")
+		o, err := fresh(conn).Client.Open(ctx, ino, "f")
 		if err == nil {
 			_, err = o.WriteAt(ctx, neu, 0)
 		}

@@ -288,53 +288,55 @@ func (f *File) deltaFits(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
 
 // mergeStripes writes stripes todo of b as new generations, each the
 // committed stripe (its record read with its extents) with b's bytes laid
-// over it, and commits them in one transaction; on a conflict it reads the
-// records again and merges anew. It returns the generations committed.
+// over it, and commits them in one transaction; on a conflict (another
+// writer or a fold committed a stripe since its record was read, or the
+// collector took the generation a stale record named: errStale) it reads
+// the records again and merges anew. It returns the generations committed.
 func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64) (map[uint64]uint64, meta.Attr, error) {
-	sb := StripeBytes(b.lay)
 	for attempt := 0; ; attempt++ {
-		cur, err := f.c.stripeRecords(ctx, b.ino, todo)
-		if err != nil {
-			return nil, meta.Attr{}, err
+		gens, a, err := f.mergeOnce(ctx, b, todo)
+		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
+			return gens, a, err
 		}
-		commits, err := f.writeStripesEach(ctx, b.lay, b.ino, "write", todo, func(ctx context.Context, s uint64, sbuf *stripeBuf) (meta.StripeCommit, error) {
-			old, had := cur[s]
-			l := int(min(sb, b.size-int64(s)*sb))
-			if had {
-				l = max(l, int(old.Len)) // never cut what is committed
-			}
-			return f.mergeOne(ctx, b.lay, b.ino, s, b.dirty[s], old, had, l, sbuf)
-		})
-		if errors.Is(err, meta.ErrConflict) && attempt < 50 {
-			// A stripe was replaced (a fold) after its record was read,
-			// and its old generation collected: merge over the new one.
-			time.Sleep(time.Duration(attempt+1) * time.Millisecond)
-			continue
+		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+	}
+}
+
+// mergeOnce is one attempt of mergeStripes.
+func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64) (map[uint64]uint64, meta.Attr, error) {
+	sb := StripeBytes(b.lay)
+	cur, err := f.c.stripeRecords(ctx, b.ino, todo)
+	if err != nil {
+		return nil, meta.Attr{}, err
+	}
+	commits, err := f.writeStripesEach(ctx, b.lay, b.ino, "write", todo, func(ctx context.Context, s uint64, sbuf *stripeBuf) (meta.StripeCommit, error) {
+		old, had := cur[s]
+		l := int(min(sb, b.size-int64(s)*sb))
+		if had {
+			l = max(l, int(old.Len)) // never cut what is committed
 		}
-		if err != nil {
-			return nil, meta.Attr{}, err
-		}
-		mtime := b.mtime
-		if mtime == 0 {
-			mtime = time.Now().UnixNano()
-		}
-		a, err := f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(b.size), mtime)
-		if err == nil {
-			gens := map[uint64]uint64{}
-			for _, cm := range commits {
-				gens[cm.Rec.Stripe] = cm.Rec.Gen
-			}
-			return gens, a, nil
-		}
+		return f.mergeOne(ctx, b.lay, b.ino, s, b.dirty[s], old, had, l, sbuf)
+	})
+	if err != nil {
+		return nil, meta.Attr{}, err
+	}
+	mtime := b.mtime
+	if mtime == 0 {
+		mtime = time.Now().UnixNano()
+	}
+	a, err := f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(b.size), mtime)
+	if err != nil {
 		f.c.discard(ctx, b.ino, commits)
 		if errors.Is(err, meta.ErrPoolFull) {
 			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
 		}
-		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
-			return nil, meta.Attr{}, fmt.Errorf("commit %s: %w", f.name, err)
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
+		return nil, meta.Attr{}, fmt.Errorf("commit %s: %w", f.name, err)
 	}
+	gens := map[uint64]uint64{}
+	for _, cm := range commits {
+		gens[cm.Rec.Stripe] = cm.Rec.Gen
+	}
+	return gens, a, nil
 }
 
 // mergeOne writes stripe s as a new generation of l bytes: the committed

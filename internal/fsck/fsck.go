@@ -190,13 +190,7 @@ func (r *run) scanDrives(ctx context.Context) error {
 			return fmt.Errorf("fsck: drive %v: %w", d.ID, err)
 		}
 		err = drv.ListFragments(ctx, func(k erasure.FragmentKey, _ int64, _ time.Time) error {
-			s := sid{meta.Ino(k.Ino), k.Stripe}
-			gens := r.frags[s]
-			if gens == nil {
-				gens = map[uint64][]loc{}
-				r.frags[s] = gens
-			}
-			gens[k.Gen] = append(gens[k.Gen], loc{int(k.Index), d.ID})
+			r.found(sid{meta.Ino(k.Ino), k.Stripe}, k.Gen, loc{int(k.Index), d.ID})
 			r.rep.Fragments++
 			if r.rep.Fragments%10000 == 0 {
 				r.progress(Progress{Phase: "drives", Done: i, Total: len(m.Drives), Items: r.rep.Fragments})
@@ -209,6 +203,16 @@ func (r *run) scanDrives(ctx context.Context) error {
 	}
 	r.progress(Progress{Phase: "drives", Done: len(m.Drives), Total: len(m.Drives), Items: r.rep.Fragments})
 	return nil
+}
+
+// found notes fragment l of generation gen of stripe s as on its drive.
+func (r *run) found(s sid, gen uint64, l loc) {
+	gens := r.frags[s]
+	if gens == nil {
+		gens = map[uint64][]loc{}
+		r.frags[s] = gens
+	}
+	gens[gen] = append(gens[gen], l)
 }
 
 type file struct {

@@ -171,11 +171,7 @@ func (r *run) confirm(ctx context.Context, ino meta.Ino, rec meta.StripeRec, pre
 		}
 		l := loc{i, did}
 		present = append(present, l)
-		s := sid{ino, rec.Stripe}
-		if r.frags[s] == nil {
-			r.frags[s] = map[uint64][]loc{}
-		}
-		r.frags[s][rec.Gen] = append(r.frags[s][rec.Gen], l)
+		r.found(sid{ino, rec.Stripe}, rec.Gen, l)
 	}
 	return present
 }
