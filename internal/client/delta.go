@@ -284,14 +284,19 @@ func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 		a, b int
 		buf  []byte
 	}
+	// From the last extent back: a part the later extents cover whole
+	// is not read.
 	var parts []*part
-	for i, d := range rec.Deltas {
+	var later spanSet
+	for i := len(rec.Deltas) - 1; i >= 0; i-- {
+		d := rec.Deltas[i]
 		a, b := max(int(d.Off), lo), min(int(d.Off)+int(d.Len), hi)
-		if a >= b || coveredLater(rec.Deltas[i+1:], a, b) {
-			continue
+		if a < b && !later.covers(a, b) {
+			parts = append(parts, &part{d: d, a: a, b: b})
 		}
-		parts = append(parts, &part{d: d, a: a, b: b})
+		later.add(int(d.Off), int(d.Off)+int(d.Len))
 	}
+	slices.Reverse(parts)
 	// logAt is where part p's bytes begin in its log stripe.
 	logAt := func(p *part) int { return int(p.d.LogOff) + p.a - int(p.d.Off) }
 	byLog := slices.Clone(parts)
@@ -350,16 +355,6 @@ const (
 	deltaReadGap = 64 << 10
 	deltaReadMax = 1 << 20
 )
-
-// coveredLater reports whether one of the extents ds covers [a, b) whole.
-func coveredLater(ds []meta.Delta, a, b int) bool {
-	for _, d := range ds {
-		if int(d.Off) <= a && int(d.Off)+int(d.Len) >= b {
-			return true
-		}
-	}
-	return false
-}
 
 // maxDeltaSeq is the sequence number of rec's last extent (0: none).
 func maxDeltaSeq(rec meta.StripeRec) uint64 {

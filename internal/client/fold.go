@@ -43,7 +43,7 @@ const foldCover = 3
 
 // foldExtents is the number of extents of a stripe that make it folded
 // at once, bounding what a read of it lays over its generation.
-const foldExtents = 256
+const foldExtents = 4096
 
 // foldState is what a File knows of its delta extents. Guarded by File.mu.
 type foldState struct {

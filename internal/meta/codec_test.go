@@ -230,50 +230,6 @@ func TestInodeStored(t *testing.T) {
 	}
 }
 
-func FuzzDecodeDelta(f *testing.F) {
-	f.Add(encodeDelta(7, &Delta{Stripe: 3, Seq: 9, Off: 4096, Len: 65536, Log: LogStripeBase | 12345, LogOff: 1 << 20, BaseGen: 1 << 40}))
-	f.Add([]byte{1, 0, 1, 0x80, 0, 0, 0, 0, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := decodeDelta(7, 3, 9, b)
-		if err != nil {
-			return
-		}
-		if d.Stripe != 3 || d.Seq != 9 {
-			t.Fatal("stripe and seq not from key")
-		}
-		if d.Len == 0 || !IsLogStripe(d.Log) {
-			t.Fatalf("accepted %+v", d)
-		}
-		if d2, err := decodeDelta(7, 3, 9, encodeDelta(7, &d)); err != nil || !reflect.DeepEqual(d, d2) {
-			t.Fatalf("round trip: %+v != %+v (%v)", d2, d, err)
-		}
-	})
-}
-
-// TestDeltaRecordChecksum: a delta record read under another key, or
-// damaged, is ErrCorrupt, never another extent.
-func TestDeltaRecordChecksum(t *testing.T) {
-	d := Delta{Stripe: 3, Seq: 9, Off: 10, Len: 20, Log: LogStripeBase + 1, LogOff: 30, BaseGen: 40}
-	b := encodeDelta(7, &d)
-	if got, err := decodeDelta(7, 3, 9, b); err != nil || !reflect.DeepEqual(got, d) {
-		t.Fatalf("decode: %+v, %v", got, err)
-	}
-	for _, c := range []struct {
-		name        string
-		ino         Ino
-		stripe, seq uint64
-		flip        int
-	}{{"other inode", 8, 3, 9, -1}, {"other stripe", 7, 4, 9, -1}, {"other seq", 7, 3, 10, -1}, {"damaged", 7, 3, 9, 2}} {
-		bb := append([]byte(nil), b...)
-		if c.flip >= 0 {
-			bb[c.flip] ^= 1
-		}
-		if _, err := decodeDelta(c.ino, c.stripe, c.seq, bb); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: err = %v, want ErrCorrupt", c.name, err)
-		}
-	}
-}
-
 func FuzzDecodeDeltaSum(f *testing.F) {
 	f.Add(encodeDeltaSum(7, 3, &DeltaSummary{Extents: 3, Bytes: 12288, LastSeq: 9,
 		Logs: []LogLen{{LogStripeBase | 5, 1 << 20}, {LogStripeBase | 8, 4096}}}))

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"reflect"
 	"slices"
@@ -22,7 +21,9 @@ import (
 // the extents are records of their own:
 //
 //	D <ino:8> <stripe:8> <seq:8>  extent: offset and length in the stripe,
-//	                              log stripe and offset in it, base gen
+//	                              log stripe and offset in it, base gen;
+//	                              or a group of extents of one log stripe
+//	                              and base gen (delta_codec.go)
 //	L <ino:8> <log:8>             bytes the extents in log stripe log
 //	                              reference (8 bytes big-endian)
 //
@@ -33,7 +34,8 @@ import (
 //     DropStripes, unlink), or, for a fold (FoldStripes), those it folded,
 //     setting the BaseGen of the later ones to the new generation.
 //   - An extent lies within its stripe's Len and within its log stripe's
-//     Len; Seq grows with commit order within a stripe.
+//     Len; Seq grows with commit order within a stripe (the extents of
+//     a group share it and apply in their order).
 //   - Every log stripe has an L record equal to the sum of the lengths of
 //     the extents that reference it, and that sum is > 0: the transaction
 //     that takes it to 0 drops the log stripe (its fragments go to the GC
@@ -147,14 +149,25 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 			u.add(rec.Pool, rec.raw())
 			grow += rec.raw()
 			var live uint64
-			for _, d := range l.Deltas {
+			ds := slices.Clone(l.Deltas)
+			run := 0 // extents in the record being made
+			for i := range ds {
+				d := &ds[i]
 				sum := sums[d.Stripe]
-				d.Seq, d.Log = sum.LastSeq+1, l.Rec.Stripe
-				if err := o.tx.Put(deltaKey(ino, d.Stripe, d.Seq), encodeDelta(ino, &d)); err != nil {
-					return err
+				// A run of one stripe's extents is one record (a
+				// group, delta_codec.go) of one sequence number.
+				if i > 0 && ds[i-1].Stripe == d.Stripe && run < maxDeltaGroup {
+					run++
+				} else {
+					run = 1
+					sum.LastSeq++
 				}
-				sum.add(d, l.Rec.Len)
+				d.Seq, d.Log = sum.LastSeq, l.Rec.Stripe
+				sum.add(*d, l.Rec.Len)
 				live += uint64(d.Len)
+			}
+			if err := o.putDeltas(ino, ds); err != nil {
+				return err
 			}
 			if err := o.tx.Put(logLiveKey(ino, l.Rec.Stripe), encodeU64(live)); err != nil {
 				return err
@@ -226,12 +239,12 @@ func (o *op) deltas(ino Ino, first, last uint64) ([]Delta, error) {
 			derr = fmt.Errorf("delta key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
 			return false
 		}
-		d, err := decodeDelta(ino, binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(k[17:]), v)
+		var err error
+		out, err = decodeDeltas(out, ino, binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(k[17:]), v)
 		if err != nil {
 			derr = err
 			return false
 		}
-		out = append(out, d)
 		return true
 	})
 	if err == nil {
@@ -260,11 +273,12 @@ func (o *op) foldDeltas(ino Ino, st, upTo, gen uint64, u *usageDelta) error {
 			break
 		}
 	}
-	for _, d := range ds[cut:] {
-		d.BaseGen = gen
-		if err := o.tx.Put(deltaKey(ino, d.Stripe, d.Seq), encodeDelta(ino, &d)); err != nil {
-			return err
-		}
+	kept := slices.Clone(ds[cut:])
+	for i := range kept {
+		kept[i].BaseGen = gen
+	}
+	if err := o.putDeltas(ino, kept); err != nil {
+		return err
 	}
 	if _, err = o.dropExtents(ino, ds[:cut], u); err != nil {
 		return err
@@ -293,6 +307,10 @@ func (o *op) dropExtents(ino Ino, ds []Delta, u *usageDelta) (map[uint64]bool, e
 	}
 	less := map[uint64]uint64{}
 	for i, d := range ds {
+		if i > 0 && d.Stripe == ds[i-1].Stripe && d.Seq == ds[i-1].Seq {
+			less[d.Log] += uint64(d.Len) // of the group deleted with the one before
+			continue
+		}
 		if err := o.tx.Delete(deltaKey(ino, d.Stripe, d.Seq)); err != nil {
 			return nil, err
 		}
@@ -384,52 +402,6 @@ func (o *op) attachDeltas(ino Ino, recs []storedStripe, first, last uint64) erro
 	return nil
 }
 
-// encodeDelta encodes extent d of file ino: format byte, fields as
-// varints, and a CRC32C (big-endian) of the key (ino, stripe, seq) and the
-// bytes before it, as stripe records have.
-func encodeDelta(ino Ino, d *Delta) []byte {
-	e := enc{b: make([]byte, 0, 40)}
-	e.byte1(codecV1)
-	e.uv(uint64(d.Off))
-	e.uv(uint64(d.Len))
-	e.uv(d.Log)
-	e.uv(uint64(d.LogOff))
-	e.uv(d.BaseGen)
-	return binary.BigEndian.AppendUint32(e.b, deltaCRC(ino, d.Stripe, d.Seq, e.b))
-}
-
-func deltaCRC(ino Ino, stripe, seq uint64, body []byte) uint32 {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], seq)
-	return crc32.Update(stripeCRC(ino, stripe, k[:]), castagnoli, body)
-}
-
-// decodeDelta decodes the extent stored under (ino, stripe, seq).
-func decodeDelta(ino Ino, stripe, seq uint64, b []byte) (Delta, error) {
-	d := Delta{Stripe: stripe, Seq: seq}
-	// what names the record in errors (made only for one).
-	what := func() string { return fmt.Sprintf("delta %d of stripe %d of inode %d", seq, stripe, ino) }
-	if len(b) < 5 {
-		return d, fmt.Errorf("%s: short record: %w", what(), ErrCorrupt)
-	}
-	body := b[:len(b)-4]
-	if binary.BigEndian.Uint32(b[len(body):]) != deltaCRC(ino, stripe, seq, body) {
-		return d, fmt.Errorf("%s: checksum mismatch (damaged record): %w", what(), ErrCorrupt)
-	}
-	dc := dec{b: body}
-	dc.version()
-	d.Off = dc.u32()
-	d.Len = dc.u32()
-	d.Log = dc.u64()
-	d.LogOff = dc.u32()
-	d.BaseGen = dc.u64()
-	if dc.err == nil && (d.Len == 0 || !IsLogStripe(d.Log) || IsLogStripe(stripe) ||
-		uint64(d.Off)+uint64(d.Len) > 1<<32 || uint64(d.LogOff)+uint64(d.Len) > 1<<32) {
-		dc.fail("delta extent")
-	}
-	return d, dc.endLazy(what)
-}
-
 // checkDeltas checks the delta invariants over the whole store: every
 // extent decodes, applies over its stripe's committed generation and
 // points into a log stripe that exists, and every live count is the sum
@@ -458,12 +430,16 @@ func (o *op) checkDeltas() ([]NamespaceProblem, error) {
 			return true
 		}
 		ino := Ino(binary.BigEndian.Uint64(k[1:]))
-		d, err := decodeDelta(ino, binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(k[17:]), v)
+		n := len(ds)
+		var err error
+		ds, err = decodeDeltas(ds, ino, binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(k[17:]), v)
 		if err != nil {
 			bad(ino, "%v", err)
 			return true
 		}
-		ds, inos = append(ds, d), append(inos, ino)
+		for range ds[n:] {
+			inos = append(inos, ino)
+		}
 		return true
 	})
 	if err != nil {

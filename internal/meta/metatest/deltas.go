@@ -180,4 +180,75 @@ var deltaChecks = []storeCheck{
 		}
 		eq(t, "log stripes collected", logs, 2)
 	}},
+	{"delta_groups", func(t *testing.T, s *meta.Store) {
+		// One write-back's extents of one stripe are one record (up
+		// to 1024 of them): they share a sequence number, keep their
+		// order, and fold, drop and count as extents.
+		f := mk(t, s, root, "f", meta.TypeFile)
+		commit(t, s, f.Ino, 0, 1, 0)
+		commit(t, s, f.Ino, 1, 1, 0)
+		var ds []meta.Delta
+		at := uint32(0)
+		add := func(st uint64, off, n uint32) {
+			ds = append(ds, ext(st, 1, off, n, at))
+			at += n
+		}
+		for i := range uint32(1030) {
+			add(0, 4*i, 2)
+		}
+		add(1, 0, 10)
+		add(0, 0, 8)  // over the first ones: later, wins
+		add(0, 20, 4) // in the same record
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(1, at), Deltas: ds})
+		// seqs returns stripe st's extents as "seq:count" runs and
+		// checks their order and fields against want.
+		seqs := func(st uint64, want []meta.Delta) string {
+			t.Helper()
+			recs, err := s.Stripes(bg, f.Ino, st, st)
+			if err != nil || len(recs) != 1 {
+				t.Fatalf("stripe %d: %v, %v", st, recs, err)
+			}
+			got := recs[0].Deltas
+			if len(got) != len(want) {
+				t.Fatalf("stripe %d: %d extents, want %d", st, len(got), len(want))
+			}
+			out, n := "", 0
+			for i, d := range got {
+				w := want[i]
+				if d.Off != w.Off || d.Len != w.Len || d.LogOff != w.LogOff || d.BaseGen != recs[0].Gen || d.Log != meta.LogStripeBase+1 {
+					t.Fatalf("stripe %d extent %d: %+v, want %+v over gen %d", st, i, d, w, recs[0].Gen)
+				}
+				n++
+				if i == len(got)-1 || got[i+1].Seq != d.Seq {
+					out += fmt.Sprintf("%d:%d ", d.Seq, n)
+					n = 0
+				}
+			}
+			return out
+		}
+		var of0 []meta.Delta
+		for _, d := range ds {
+			if d.Stripe == 0 {
+				of0 = append(of0, d)
+			}
+		}
+		eq(t, "stripe 0", seqs(0, of0), "1:1024 2:6 3:2 ")
+		eq(t, "stripe 1", seqs(1, ds[1030:1031]), "1:1 ")
+		extents(t, s, f.Ino) // the summaries agree
+		probs, err := s.CheckNamespace(bg, false)
+		eq(t, "fsck", fmt.Sprint(probs, err), "[] <nil>")
+		// A fold of the first two records keeps the third over the new
+		// generation.
+		eq(t, "fold", s.FoldStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 2), OldGen: 1, Deltas: 2}}), nil)
+		eq(t, "kept", seqs(0, of0[1030:]), "3:2 ")
+		extents(t, s, f.Ino)
+		probs, err = s.CheckNamespace(bg, false)
+		eq(t, "fsck after the fold", fmt.Sprint(probs, err), "[] <nil>")
+		// The last extents gone, the log stripe goes.
+		_, err = s.CommitStripes(bg, f.Ino, []meta.StripeCommit{
+			{Rec: rec(0, 3), OldGen: 2, Deltas: meta.FoldAll}, {Rec: rec(1, 2), OldGen: 1, Deltas: meta.FoldAll}}, 0, 0)
+		eq(t, "overwrite", err, nil)
+		eq(t, "log dropped", gens(t, s, f.Ino), "0:3 1:2 ")
+		eq(t, "usage", usage(t, s), 2*raw)
+	}},
 }
