@@ -446,8 +446,7 @@ func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 		n := min(s-o, min(end, int(rec.Len))-pos)
 		parts = append(parts, shardRange{idx, o, n, pos - in})
 		pos += n
-		id := placement.DriveID(rec.Drives[idx])
-		if d, err := m.Drive(id); (err == nil && (knownMissing(d.State) || d.State == clustermap.StateDown)) || (c.lat.Avoid(id) && !patient) || c.avoids(m, id, now) {
+		if !c.rangeReadable(m, placement.DriveID(rec.Drives[idx]), now, patient) {
 			direct = false
 		}
 	}
@@ -463,6 +462,16 @@ func (c *Client) readRange(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 	}
 	e.copyOut(dst, in)
 	return nil
+}
+
+// rangeReadable reports whether a ranged read from drive id is worth
+// trying: the drive is not down or missing, and, unless the read is
+// patient, not one the client finds slow or avoids.
+func (c *Client) rangeReadable(m *clustermap.Map, id placement.DriveID, now time.Time, patient bool) bool {
+	if d, err := m.Drive(id); err == nil && (knownMissing(d.State) || d.State == clustermap.StateDown) {
+		return false
+	}
+	return !(c.lat.Avoid(id) && !patient) && !c.avoids(m, id, now)
 }
 
 // shardRange is bytes [off, off+n) of fragment idx's shard, which go to

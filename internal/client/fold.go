@@ -30,7 +30,7 @@ import (
 // Options.FoldsInFlight stripes are folded at once per client.
 
 // DefaultFoldsInFlight is Options.FoldsInFlight's default.
-const DefaultFoldsInFlight = 2
+const DefaultFoldsInFlight = 4
 
 // DefaultDeltaBudget is the least delta bytes a File keeps before it
 // folds to stay within its budget (see Options.DeltaBudget).
@@ -377,7 +377,7 @@ func (c *Client) fold(ctx context.Context, lay meta.Layout, ino meta.Ino, s uint
 	pool := c.bufs.get(lay.K+lay.M, int(lay.Unit))
 	b := pool.get()
 	defer pool.put(b)
-	shards, err := c.readStripeDeltas(ctx, lay, ino, rec, b, name)
+	shards, err := c.readFold(ctx, lay, ino, rec, b, name)
 	if err != nil {
 		return 0, nil, fmt.Errorf("fold stripe %d of %s: %w", s, name, err)
 	}
