@@ -36,6 +36,9 @@ type Store interface {
 	ListPG(ctx context.Context, pool, pg uint32, after meta.StripeRef, limit int) ([]meta.StripeRef, error)
 	Stripes(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
 	ReplaceStripeDrives(ctx context.Context, ino meta.Ino, stripe, gen uint64, drives []uint32) error
+	// GCList reads the GC queue (limit <= 0: all of it): a task does
+	// not write a fragment whose delete waits there (pending.go).
+	GCList(ctx context.Context, limit int) ([]meta.GCItem, error)
 }
 
 // Servers reaches the storage server that owns drive id in map m (a

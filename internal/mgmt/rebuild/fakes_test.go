@@ -69,6 +69,17 @@ type fakeStore struct {
 	replaced int
 	listErr  map[uint32]error // pool → ListPG's error
 	conflict bool             // ReplaceStripeDrives loses every CAS
+	gc       []meta.GCItem    // the GC queue
+	gcErr    error            // GCList's error
+}
+
+func (f *fakeStore) GCList(_ context.Context, limit int) ([]meta.GCItem, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gcErr != nil {
+		return nil, f.gcErr
+	}
+	return slices.Clone(f.gc), nil
 }
 
 func newFakeStore() *fakeStore {

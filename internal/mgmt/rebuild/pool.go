@@ -95,6 +95,12 @@ func (c *Coordinator) pool(ctx context.Context, m *clustermap.Map, pool *cluster
 	st.Tasks, st.Done, st.Skipped, st.Failed, st.Bytes, st.BytesDone = len(plan.Tasks), 0, 0, 0, total, 0
 	c.mu.Unlock()
 
+	waiting, err := c.queuedDeletes(ctx)
+	if err != nil {
+		return false, err
+	}
+	deferredTasks := 0
+
 	// Run until done or until drive states change (then plan again).
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -141,6 +147,12 @@ func (c *Coordinator) pool(ctx context.Context, m *clustermap.Map, pool *cluster
 		st.Running++
 		share := st.BusyShare
 		c.mu.Unlock()
+		if waiting.blocks(t) {
+			c.mu.Lock()
+			deferredTasks++
+			c.mu.Unlock()
+			return errDeleteWaits
+		}
 		return c.runTask(ctx, m, pool, in, recByKey[[2]uint64{t.Stripe.Ino, t.Stripe.Stripe}], t, share)
 	}
 	done := func(t *recovery.Task, err error) {
@@ -199,7 +211,13 @@ func (c *Coordinator) pool(ctx context.Context, m *clustermap.Map, pool *cluster
 		c.finishStuck(ctx, pool, why)
 		return false, nil
 	}
-	return true, nil
+	// Tasks deferred for deletes waiting in the GC queue (pending.go) run
+	// at a later pass; passes back to back would find them waiting
+	// still, until the collector's next run.
+	c.mu.Lock()
+	onlyDeferred := deferredTasks > 0 && st.Done == 0
+	c.mu.Unlock()
+	return !onlyDeferred, nil
 }
 
 // runTask executes one task on the storage server owning its first target,

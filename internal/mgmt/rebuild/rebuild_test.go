@@ -351,3 +351,63 @@ func TestReadRepairsCounted(t *testing.T) {
 		t.Fatalf("read repairs %d, want 7", got)
 	}
 }
+
+// TestTaskWaitsForQueuedDelete: a task that would write a fragment onto a
+// drive from which the GC queue still deletes that fragment (an item of
+// an earlier move off it) does not run: the collector would delete the
+// copy between the write and the commit. The pass does not ask for
+// another at once; once the item is gone a pass runs the task. A queue
+// that cannot be read fails the pass and changes nothing.
+func TestTaskWaitsForQueuedDelete(t *testing.T) {
+	r := newRig(t, 12)
+	r.maps.setState(t, clustermap.StateFailed, 1)
+	// Find the tasks' targets: a pass against a blocking fake server
+	// would do; plan the same way instead by running one pass on a copy.
+	probe := newRig(t, 12)
+	probe.maps.setState(t, clustermap.StateFailed, 1)
+	probe.pass(t)
+	tasks := probe.servers.tasks()
+	if len(tasks) == 0 {
+		t.Fatal("no tasks to restore drive 1")
+	}
+	a := tasks[0]
+	before := r.store.rec(a.Ino, a.Stripe)
+	drives := make([]uint32, len(before.Drives))
+	for i := range drives {
+		drives[i] = meta.NoDrive
+	}
+	drives[a.Targets[0].Index] = uint32(a.Targets[0].Drive)
+	r.store.gc = []meta.GCItem{{Seq: 1, Ino: meta.Ino(a.Ino), Stripe: a.Stripe, Gen: a.Gen, Drives: drives, ShardSize: before.ShardSize}}
+
+	r.store.gcErr = errDown
+	if _, err := r.c.Pass(context.Background()); !errors.Is(err, errDown) {
+		t.Fatalf("pass over an unreadable queue: %v", err)
+	}
+	if r.store.replaced != 0 || len(r.servers.tasks()) != 0 {
+		t.Fatal("a pass that could not read the queue ran tasks")
+	}
+	r.store.gcErr = nil
+
+	again := r.pass(t)
+	for _, x := range r.servers.tasks() {
+		if x.Ino == a.Ino && x.Stripe == a.Stripe {
+			t.Fatalf("the task of inode %d ran with a delete of its target fragment queued", a.Ino)
+		}
+	}
+	if got := r.store.rec(a.Ino, a.Stripe); !slices.Equal(got.Drives, before.Drives) {
+		t.Fatalf("record changed to %v with the delete queued", got.Drives)
+	}
+	if st := r.c.Status(); st.Skipped != 1 || st.Done != len(tasks)-1 {
+		t.Fatalf("status %+v, want 1 skipped and %d done", st, len(tasks)-1)
+	}
+	if len(tasks) == 1 && again {
+		t.Fatal("a pass whose only task waits asks for another at once")
+	}
+	r.store.mu.Lock()
+	r.store.gc = nil // the collector ran
+	r.store.mu.Unlock()
+	r.pass(t)
+	if got := r.store.rec(a.Ino, a.Stripe); got.Drives[a.Targets[0].Index] != uint32(a.Targets[0].Drive) {
+		t.Fatalf("record %v after the delete left the queue, want drive %d at %d", got.Drives, a.Targets[0].Drive, a.Targets[0].Index)
+	}
+}
