@@ -20,3 +20,10 @@ func SetFoldWritten(c *Client, fn func(rec meta.StripeRec) bool) { c.foldWritten
 // once its log stripes are written, before the commit; fn returning false
 // stops it there as a crash would (no commit, no cleanup).
 func SetLogWritten(c *Client, fn func(logs []meta.LogCommit) bool) { c.logWritten = fn }
+
+// Filling is how many stripes f's cache is still reading.
+func Filling(f *File) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.cache.filling()
+}

@@ -97,6 +97,7 @@ func TestReadAheadInFlight(t *testing.T) {
 	// the last stripe again continues the stream and tops the window up).
 	const warm = 6
 	before := fillWindow(t, f, read, warm, ahead)
+	settled(t, f)
 	// Drives that hold every read: the reads below are of stripes the
 	// window holds; each may start read-ahead of one more.
 	var release []func()
@@ -160,11 +161,19 @@ func TestCloseGivesUpReadAhead(t *testing.T) {
 	}
 	const warm = 4
 	before := fillWindow(t, f, read, warm, ahead)
+	settled(t, f)
 	for _, d := range conn.Drives {
 		defer d.Hold(drivetest.OpRead)()
 	}
 	for s := warm; s < warm+ahead/2; s++ {
-		read(s) // cached: each may start read-ahead of one more, held
+		// Cached: each may start read-ahead of one more, held. A read
+		// that waits for the drives fails rather than waiting for ever.
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		k, err := f.ReadAt(hctx, got, int64(s*stripe))
+		cancel()
+		if err != nil || k != stripe || !bytes.Equal(got, data[s*stripe:(s+1)*stripe]) {
+			t.Fatalf("stripe %d while the drives held reads: %d bytes, %v", s, k, err)
+		}
 	}
 	if after, _ := f.ReadCounts(); after == before {
 		t.Fatal("no read-ahead started while the drives held reads: the test proves nothing")
@@ -176,6 +185,21 @@ func TestCloseGivesUpReadAhead(t *testing.T) {
 	}
 	if h := conn.Client.ReadAheadHeld(); h != 0 {
 		t.Fatalf("%d read-ahead stripes still being read after the File was closed", h)
+	}
+}
+
+// settled waits until f reads no stripe: the stripes it reads ahead are
+// in its cache, and drives that hold reads from now on catch none of them
+// (a fill caught half-way left a read of a stripe the test counts as
+// cached waiting on the drives).
+func settled(t *testing.T, f *client.File) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for client.Filling(f) != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := client.Filling(f); n != 0 {
+		t.Fatalf("%d stripes still being read after 10 s", n)
 	}
 }
 
