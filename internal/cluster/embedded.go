@@ -359,6 +359,9 @@ func (c *Cluster) applyMap(m *clustermap.Map) error {
 // Close stops every service; committed data is durable already.
 func (c *Cluster) Close() error {
 	c.closeMu.Do(func() {
+		if c.Mgmt != nil {
+			c.Mgmt.Stopping()
+		}
 		if c.cancel != nil {
 			c.cancel()
 		}

@@ -90,7 +90,9 @@ func (l mgmtLoops) collectLoop(ctx context.Context, wg *sync.WaitGroup) {
 // collect is one pass of the fragment garbage collector.
 func (l mgmtLoops) collect(ctx context.Context) {
 	if rep, err := l.svc.GC(ctx, mgmt.GCArgs{}); err != nil {
-		l.log.Warn("gc", "err", err)
+		if ctx.Err() == nil { // not the process stopping
+			l.log.Warn("gc", "err", err)
+		}
 	} else if rep.Fragments > 0 {
 		l.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
 	}

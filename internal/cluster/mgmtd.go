@@ -174,6 +174,9 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 // Close stops the service.
 func (n *MgmtNode) Close() error {
 	n.once.Do(func() {
+		if n.Mgmt != nil {
+			n.Mgmt.Stopping()
+		}
 		if n.cancel != nil {
 			n.cancel()
 		}

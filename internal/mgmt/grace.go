@@ -153,7 +153,7 @@ func (s *Service) DriveUp(ctx context.Context, id placement.DriveID, reason stri
 // every second or so (the embedded cluster's health loop does).
 func (s *Service) CheckDrives(ctx context.Context) {
 	m, err := s.Map(ctx)
-	if err != nil {
+	if err != nil || s.stopping.Load() {
 		return
 	}
 	var wg sync.WaitGroup
@@ -190,7 +190,7 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		return
 	}
 	lat, perr := s.probe(ctx, m, id)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || s.stopping.Load() {
 		return
 	}
 	tooSlow := s.probeLatency(ctx, id, lat, perr)
@@ -219,6 +219,14 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		s.log.Warn("drive state", "drive", id.String(), "err", err)
 	}
 }
+
+// Stopping tells the service that its process is shutting down: from
+// now on it changes no drive's state from what it probes or hears (the
+// drives served by this process stop answering because they stop, not
+// because they failed). Before, `poolfs up` stopped while folds ran
+// marked every drive down on its way out, and each start began with them
+// down and a rebuild that could not run until the probes found them up.
+func (s *Service) Stopping() { s.stopping.Store(true) }
 
 // DriveUnreachable handles a client's report that a drive did not answer
 // or answered with a drive failure: the service probes the drive itself

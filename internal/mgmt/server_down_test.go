@@ -79,3 +79,29 @@ func TestServerDownNotForInProcessServer(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppingChangesNoDriveState: once its process stops (Stopping), the
+// service marks no drive down, neither from its own probes nor from a
+// client's report: the drives of a stopping `poolfs up` stop answering
+// because they stop.
+func TestStoppingChangesNoDriveState(t *testing.T) {
+	for _, stopping := range []bool{false, true} {
+		ctx := context.Background()
+		s, drives := newTestService(t, 4)
+		s.drives = refusingDrives{inner: drives, refuse: 2}
+		if stopping {
+			s.Stopping()
+		}
+		s.CheckDrives(ctx)
+		if err := s.DriveUnreachable(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.Map(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := m.Drive(2); (d.State == clustermap.StateDown) == stopping {
+			t.Fatalf("stopping %v: drive d02 %s", stopping, d.State)
+		}
+	}
+}

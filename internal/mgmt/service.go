@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
@@ -41,6 +42,7 @@ type Service struct {
 	space spaceWatch
 
 	slow      *detect.Slow // the slow-drive judge (slow.go); its policy is set before use
+	stopping  atomic.Bool  // the process is shutting down (Stopping)
 	inProcess string       // the storage server in this process, if any (servers.go)
 	io        ioState      // clients' I/O reports (iostats.go)
 
