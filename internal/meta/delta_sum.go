@@ -70,9 +70,10 @@ func (s *DeltaSummary) add(d Delta, logLen uint32) {
 }
 
 // StripeHeads returns the committed records of stripes first..last of
-// ino (ordinary stripes, below LogStripeBase), as Stripes does, but with
-// the summary of each one's extents (Sum; nil if it has none) in place of
-// the extents (Deltas stays nil). Errors: as Stripes.
+// ino, as Stripes does, but with the summary of each one's extents (Sum;
+// nil if it has none: log stripes never have any) in place of the
+// extents (Deltas stays nil): a record without reading its extents.
+// Errors: as Stripes.
 func (s *Store) StripeHeads(ctx context.Context, ino Ino, first, last uint64) ([]StripeRec, error) {
 	var out []StripeRec
 	err := s.view(ctx, func(o *op) error {
@@ -80,17 +81,15 @@ func (s *Store) StripeHeads(ctx context.Context, ino Ino, first, last uint64) ([
 		if _, err := o.inode(ino); err != nil {
 			return err
 		}
-		last = min(last, LogStripeBase-1)
-		if first > last {
-			return nil
-		}
 		recs, err := o.scanStripes(ino, first, last)
 		if err != nil {
 			return err
 		}
-		sums, err := o.deltaSums(ino, first, last)
-		if err != nil {
-			return err
+		var sums map[uint64]DeltaSummary
+		if first < LogStripeBase {
+			if sums, err = o.deltaSums(ino, first, min(last, LogStripeBase-1)); err != nil {
+				return err
+			}
 		}
 		for _, r := range recs {
 			if sum, ok := sums[r.Stripe]; ok {

@@ -234,6 +234,10 @@ var deltaChecks = []storeCheck{
 		}
 		eq(t, "stripe 0", seqs(0, of0), "1:1024 2:6 3:2 ")
 		eq(t, "stripe 1", seqs(1, ds[1030:1031]), "1:1 ")
+		heads, err := s.StripeHeads(bg, f.Ino, meta.LogStripeBase, ^uint64(0))
+		if err != nil || len(heads) != 1 || heads[0].Stripe != meta.LogStripeBase+1 || heads[0].Sum != nil {
+			t.Fatalf("heads of the log stripes: %+v, %v; want log stripe 1 without a summary", heads, err)
+		}
 		extents(t, s, f.Ino) // the summaries agree
 		probs, err := s.CheckNamespace(bg, false)
 		eq(t, "fsck", fmt.Sprint(probs, err), "[] <nil>")

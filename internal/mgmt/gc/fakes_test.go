@@ -85,7 +85,7 @@ func (s *fakeStore) Committed(_ context.Context, ino meta.Ino, stripe, gen uint6
 	return s.committed[genKey{ino, stripe, gen}], nil
 }
 
-func (s *fakeStore) Stripes(_ context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error) {
+func (s *fakeStore) StripeHeads(_ context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.records[ino] == nil {

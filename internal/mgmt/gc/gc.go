@@ -23,8 +23,9 @@ type Store interface {
 	Sync(ctx context.Context) error
 	// Committed reports whether generation gen of the stripe is committed.
 	Committed(ctx context.Context, ino meta.Ino, stripe, gen uint64) (bool, error)
-	// Stripes returns the committed records of stripes first..last.
-	Stripes(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
+	// StripeHeads returns the committed records of stripes first..last
+	// (without their delta extents).
+	StripeHeads(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
 	// The namespace, walked for unfinished put files.
 	Readdir(ctx context.Context, ino meta.Ino, after string, limit int) ([]meta.Dirent, error)
 	Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error)

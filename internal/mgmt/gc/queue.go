@@ -126,7 +126,7 @@ func (c *Collector) drainQueue(ctx context.Context, m *clustermap.Map, rep *Repo
 // live again, and deleting it by its key would delete live data. The item
 // may wait in the queue for minutes while a drive is down.
 func (c *Collector) liveAgain(ctx context.Context, it meta.GCItem) ([]bool, error) {
-	recs, err := c.d.Store.Stripes(ctx, it.Ino, it.Stripe, it.Stripe)
+	recs, err := c.d.Store.StripeHeads(ctx, it.Ino, it.Stripe, it.Stripe)
 	if errors.Is(err, meta.ErrNotFound) {
 		return make([]bool, len(it.Drives)), nil // the file is gone: nothing of it is live
 	}
