@@ -248,17 +248,22 @@ func (c *Client) readStripeDeltas(ctx context.Context, lay meta.Layout, ino meta
 	if err != nil || len(rec.Deltas) == 0 {
 		return shards, err
 	}
-	err = c.eachDelta(ctx, lay, ino, rec, 0, int(rec.Len), name, func(at int, p []byte) {
-		s := int(rec.ShardSize)
-		for len(p) > 0 {
-			n := copy(shards[at/s][at%s:], p)
-			p, at = p[n:], at+n
-		}
-	})
+	err = c.eachDelta(ctx, lay, ino, rec, 0, int(rec.Len), name, intoShards(shards, int(rec.ShardSize)))
 	if err != nil {
 		return nil, err
 	}
 	return shards, nil
+}
+
+// intoShards returns an eachDelta put that copies stripe bytes into the
+// data shards of size s that hold them.
+func intoShards(shards [][]byte, s int) func(at int, p []byte) {
+	return func(at int, p []byte) {
+		for len(p) > 0 {
+			n := copy(shards[at/s][at%s:], p)
+			p, at = p[n:], at+n
+		}
+	}
 }
 
 // overlayDeltas copies rec's extents over dst, which holds bytes [in,

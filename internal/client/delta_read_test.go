@@ -15,11 +15,12 @@ import (
 )
 
 // logReads counts the fragment reads of log stripes made through it, and
-// the bytes they read.
+// the bytes they read; and the bytes read of other stripes' fragments.
 type logReads struct {
-	inner client.Drives
-	n     atomic.Int64
-	bytes atomic.Int64
+	inner     client.Drives
+	n         atomic.Int64
+	bytes     atomic.Int64
+	baseBytes atomic.Int64
 }
 
 func (r *logReads) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
@@ -40,8 +41,25 @@ func (d *logReadDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey
 	if meta.IsLogStripe(key.Stripe) {
 		d.r.n.Add(1)
 		d.r.bytes.Add(int64(len(b)))
+	} else {
+		d.r.baseBytes.Add(int64(len(b)))
 	}
 	return b, err
+}
+
+// foldAllThrough folds every stripe of file ino that has extents with a
+// new client reading through drives.
+func foldAllThrough(t *testing.T, conn *conn, drives client.Drives, ino meta.Ino) {
+	t.Helper()
+	ctx := context.Background()
+	g, err := client.New(conn.Meta, conn.Maps, drives, client.Options{DeltaBudget: 1 << 40}).Open(ctx, ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.FoldAll(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestDeltaPartsReadTogether: the extents that one write-back packed side

@@ -58,15 +58,7 @@ func TestFoldWaitsForLateParts(t *testing.T) {
 				d.SlowDown(tc.slow)
 			}
 			src := &logReads{inner: conn.Drives}
-			fc := client.New(conn.Meta, conn.Maps, src, client.Options{DeltaBudget: 1 << 40})
-			g, err := fc.Open(ctx, f.Attr().Ino, "f")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := g.FoldAll(ctx); err != nil {
-				t.Fatal(err)
-			}
-			g.Close()
+			foldAllThrough(t, conn, src, f.Attr().Ino)
 			// A stripe's extents lie side by side in the log stripe (64 KiB
 			// of them), read as one range of whole checksum blocks, with
 			// the fragment's header once: about 68 KiB a fold. A whole log

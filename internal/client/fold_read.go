@@ -82,13 +82,7 @@ func (c *Client) readFold(ctx context.Context, lay meta.Layout, ino meta.Ino, re
 			return c.readStripeDeltas(ctx, lay, ino, rec, b, name)
 		}
 	}
-	err = c.eachDelta(ctx, lay, ino, rec, 0, l, name, func(at int, p []byte) {
-		for len(p) > 0 {
-			n := copy(shards[at/unit][at%unit:], p)
-			p, at = p[n:], at+n
-		}
-	})
-	if err != nil {
+	if err := c.eachDelta(ctx, lay, ino, rec, 0, l, name, intoShards(shards, unit)); err != nil {
 		return nil, err
 	}
 	return shards, nil

@@ -2,44 +2,13 @@ package client_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
-	"poolfs/internal/chunkstore"
 	"poolfs/internal/client"
 	"poolfs/internal/clustermap"
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
-	"poolfs/internal/placement"
 )
-
-// baseReads counts the bytes read from fragments of ordinary stripes (not
-// log stripes) through it.
-type baseReads struct {
-	inner client.Drives
-	bytes atomic.Int64
-}
-
-func (r *baseReads) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
-	d, err := r.inner.Drive(m, id)
-	if err != nil {
-		return nil, err
-	}
-	return &baseReadDrive{Drive: d, r: r}, nil
-}
-
-type baseReadDrive struct {
-	chunkstore.Drive
-	r *baseReads
-}
-
-func (d *baseReadDrive) ReadFragment(ctx context.Context, key erasure.FragmentKey, off, n int64, dst []byte) ([]byte, error) {
-	b, err := d.Drive.ReadFragment(ctx, key, off, n, dst)
-	if !meta.IsLogStripe(key.Stripe) {
-		d.r.bytes.Add(int64(len(b)))
-	}
-	return b, err
-}
 
 // TestFoldReadsUncoveredBlocks: a fold reads of the stripe's generation
 // only the checksum blocks its extents do not cover whole, and writes the
@@ -84,24 +53,16 @@ func TestFoldReadsUncoveredBlocks(t *testing.T) {
 				}
 			})
 		}
-		src := &baseReads{inner: conn.Drives}
-		fc := client.New(conn.Meta, conn.Maps, src, client.Options{DeltaBudget: 1 << 40})
-		g, err := fc.Open(ctx, f.Attr().Ino, "f")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.FoldAll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		g.Close()
-		got := src.bytes.Load()
+		src := &logReads{inner: conn.Drives}
+		foldAllThrough(t, conn, src, f.Attr().Ino)
+		got := src.baseBytes.Load()
 		t.Logf("drive down %v: the fold read %d bytes of the generation", down, got)
 		// Three of the four blocks, each with its fragment's header.
 		if most := int64(3*bs + 3*4096); !down && (got > most || got < int64(3*bs)) {
 			t.Fatalf("the fold read %d bytes of the generation, want 3 blocks of %d (at most %d)", got, bs, most)
 		}
-		if down && got < int64(3*bs) {
-			t.Fatalf("the fold read %d bytes with a drive down, want the stripe", got)
+		if down && got < int64(testK*bs) {
+			t.Fatalf("the fold read %d bytes with a drive down, want the stripe (%d fragments)", got, testK)
 		}
 		if n, _ := deltaStats(t, conn, f.Attr().Ino); n != 0 {
 			t.Fatalf("%d extents left after FoldAll", n)

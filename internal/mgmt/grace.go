@@ -186,7 +186,7 @@ func (s *Service) CheckDrives(ctx context.Context) {
 // checkDrive probes one drive of map m and applies what it finds.
 func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placement.DriveID) {
 	d, err := m.Drive(id)
-	if err != nil {
+	if err != nil || s.stopping.Load() {
 		return
 	}
 	lat, perr := s.probe(ctx, m, id)

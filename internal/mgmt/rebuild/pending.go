@@ -30,9 +30,15 @@ import (
 // would write waits in the GC queue (a conflict: the task is skipped).
 var errDeleteWaits = fmt.Errorf("%w: a delete of the fragment waits in the GC queue", meta.ErrConflict)
 
-// waitingDeletes is the fragments (by stripe generation, then index) that
-// queued GC items delete from which drives.
-type waitingDeletes map[meta.StripeRef]map[int][]uint32
+// waitingDeletes is the fragments that queued GC items delete, each on
+// the drive it is deleted from.
+type waitingDeletes map[waitingDelete]bool
+
+type waitingDelete struct {
+	gen   meta.StripeRef
+	index int
+	drive uint32
+}
 
 // queuedDeletes reads the GC queue.
 func (c *Coordinator) queuedDeletes(ctx context.Context) (waitingDeletes, error) {
@@ -43,14 +49,9 @@ func (c *Coordinator) queuedDeletes(ctx context.Context) (waitingDeletes, error)
 	w := waitingDeletes{}
 	for _, it := range items {
 		for i, d := range it.Drives {
-			if d == meta.NoDrive {
-				continue
+			if d != meta.NoDrive {
+				w[waitingDelete{meta.StripeRef{Ino: it.Ino, Stripe: it.Stripe, Gen: it.Gen}, i, d}] = true
 			}
-			ref := meta.StripeRef{Ino: it.Ino, Stripe: it.Stripe, Gen: it.Gen}
-			if w[ref] == nil {
-				w[ref] = map[int][]uint32{}
-			}
-			w[ref][i] = append(w[ref][i], d)
 		}
 	}
 	return w, nil
@@ -59,15 +60,10 @@ func (c *Coordinator) queuedDeletes(ctx context.Context) (waitingDeletes, error)
 // blocks reports whether a queued delete removes a fragment task t would
 // write: the same generation's fragment at the same index on its target.
 func (w waitingDeletes) blocks(t *recovery.Task) bool {
-	byIdx := w[meta.StripeRef{Ino: meta.Ino(t.Stripe.Ino), Stripe: t.Stripe.Stripe, Gen: t.Stripe.Gen}]
-	if byIdx == nil {
-		return false
-	}
+	gen := meta.StripeRef{Ino: meta.Ino(t.Stripe.Ino), Stripe: t.Stripe.Stripe, Gen: t.Stripe.Gen}
 	for j, i := range t.Indexes {
-		for _, d := range byIdx[i] {
-			if d == uint32(t.Targets[j]) {
-				return true
-			}
+		if w[waitingDelete{gen, i, uint32(t.Targets[j])}] {
+			return true
 		}
 	}
 	return false

@@ -355,8 +355,9 @@ func TestReadRepairsCounted(t *testing.T) {
 // TestTaskWaitsForQueuedDelete: a task that would write a fragment onto a
 // drive from which the GC queue still deletes that fragment (an item of
 // an earlier move off it) does not run: the collector would delete the
-// copy between the write and the commit. The pass does not ask for
-// another at once; once the item is gone a pass runs the task. A queue
+// copy between the write and the commit. A pass whose only task waits
+// does not ask for another at once; once the item is gone a pass runs the
+// task. A queue
 // that cannot be read fails the pass and changes nothing.
 func TestTaskWaitsForQueuedDelete(t *testing.T) {
 	r := newRig(t, 12)
@@ -402,6 +403,13 @@ func TestTaskWaitsForQueuedDelete(t *testing.T) {
 	}
 	if len(tasks) == 1 && again {
 		t.Fatal("a pass whose only task waits asks for another at once")
+	}
+	// The next pass plans that task alone, and it still waits.
+	if r.pass(t) {
+		t.Fatal("a pass whose only task waits asks for another at once")
+	}
+	if got := r.store.rec(a.Ino, a.Stripe); !slices.Equal(got.Drives, before.Drives) {
+		t.Fatalf("record changed to %v with the delete queued", got.Drives)
 	}
 	r.store.mu.Lock()
 	r.store.gc = nil // the collector ran
