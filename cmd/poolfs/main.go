@@ -18,6 +18,7 @@ import (
 )
 
 func main() {
+	raiseProcs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()

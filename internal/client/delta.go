@@ -278,17 +278,43 @@ func (c *Client) overlayDeltas(ctx context.Context, lay meta.Layout, ino meta.In
 }
 
 // eachDelta reads the parts of rec's extents within stripe bytes [lo, hi)
-// from their log stripes, in parallel (ranged reads), and then calls put
-// with each part's stripe offset and bytes in commit order, so later
-// extents win. Parts that a later extent covers whole are not read, and
-// parts that lie close together in one log stripe (the extents of one
-// stripe that one write-back packed side by side) are read as one range.
+// from their log stripes (readDeltas) and then calls put with each
+// part's stripe offset and bytes in commit order, so later extents win.
 func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, lo, hi int, name string, put func(at int, p []byte)) error {
-	type part struct {
-		d    meta.Delta
-		a, b int
-		buf  []byte
+	ps, err := c.readDeltas(ctx, lay, ino, rec, lo, hi, name)
+	if err != nil {
+		return err
 	}
+	ps.apply(put)
+	return nil
+}
+
+// deltaPart is the part [a, b) of a stripe's bytes that extent d holds
+// and no later extent covers whole, and its bytes once read.
+type deltaPart struct {
+	d    meta.Delta
+	a, b int
+	buf  []byte
+}
+
+// deltaParts are the parts of a stripe's extents, in commit order.
+type deltaParts []*deltaPart
+
+// apply calls put with each part's stripe offset and bytes, in commit
+// order, so later extents win.
+func (ps deltaParts) apply(put func(at int, p []byte)) {
+	for _, p := range ps {
+		put(p.a, p.buf)
+	}
+}
+
+// readDeltas reads the parts of rec's extents within stripe bytes [lo, hi)
+// from their log stripes, in parallel (ranged reads). Parts that a later
+// extent covers whole are not read, and parts that lie close together in
+// one log stripe (the extents of one stripe that one write-back packed
+// side by side) are read as one range.
+func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, lo, hi int, name string) (deltaParts, error) {
+	type part = deltaPart
 	// From the last extent back: a part the later extents cover whole
 	// is not read.
 	var parts []*part
@@ -344,12 +370,9 @@ func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
-	for _, p := range parts {
-		put(p.a, p.buf)
-	}
-	return nil
+	return parts, nil
 }
 
 // deltaReadGap is the most bytes between two extents' parts in one log

@@ -30,7 +30,7 @@ import (
 // Options.FoldsInFlight stripes are folded at once per client.
 
 // DefaultFoldsInFlight is Options.FoldsInFlight's default.
-const DefaultFoldsInFlight = 4
+const DefaultFoldsInFlight = 16
 
 // DefaultDeltaBudget is the least delta bytes a File keeps before it
 // folds to stay within its budget (see Options.DeltaBudget).
