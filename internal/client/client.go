@@ -201,6 +201,11 @@ type Client struct {
 	bufs    pools // fragment buffers per geometry
 	// partBufs holds the buffers of small writes' bytes (dirtyStripe).
 	partBufs chunkstore.Buffers
+	// rangeBufs holds the buffers that ranged reads of fragments read
+	// into (readParts): the bytes are copied out at once, and a new
+	// buffer, zeroed, for each read cost about 4% of the CPU under random
+	// 4 KiB writes (their folds read each extent's block).
+	rangeBufs chunkstore.Buffers
 	// writeBehind is the shared write-behind window: a token per stripe a
 	// File writes back in the background beyond its own window
 	// (file_async.go).

@@ -486,17 +486,21 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
-		i int
-		b []byte
+		i      int
+		b, buf []byte // buf: the pooled buffer b is in, if any
 	}
 	results := make(chan result, len(parts)) // never blocks a part given up on
 	for i, p := range parts {
 		go func() {
-			b, err := c.readShardRange(ctx, m, ino, rec, p.idx, p.off, p.n)
+			var buf []byte
+			b, err := c.readShardRange(ctx, m, ino, rec, p.idx, p.off, p.n, func(n int) []byte {
+				buf = c.rangeBufs.Get(n)
+				return buf
+			})
 			if err != nil {
 				b = nil
 			}
-			results <- result{i, b}
+			results <- result{i, b, buf}
 		}()
 	}
 	var late <-chan time.Time // never, for a patient read
@@ -509,29 +513,37 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 		defer t.Stop()
 		late = t.C
 	}
-	got := make([][]byte, len(parts))
+	// The pooled buffers of the parts received go back once their bytes
+	// are copied out, or given up; those of parts given up on before they
+	// ended are left to the garbage collector (a read may still fill one).
+	got := make([]result, 0, len(parts))
+	defer func() {
+		for _, r := range got {
+			c.rangeBufs.Put(r.buf)
+		}
+	}()
 	for range parts {
 		select {
 		case r := <-results:
+			got = append(got, r)
 			if r.b == nil {
 				return false
 			}
-			got[r.i] = r.b
 		case <-late:
 			return false
 		case <-ctx.Done():
 			return false
 		}
 	}
-	for i, b := range got {
-		copy(dst[parts[i].at:], b)
+	for _, r := range got {
+		copy(dst[parts[r.i].at:], r.b)
 	}
 	return true
 }
 
 // readShardRange reads shard bytes [off, off+n) of fragment idx, verifying
 // the blocks that hold them, into a new buffer.
-func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino meta.Ino, rec meta.StripeRec, idx, off, n int) ([]byte, error) {
+func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino meta.Ino, rec meta.StripeRec, idx, off, n int, alloc func(n int) []byte) ([]byte, error) {
 	id := placement.DriveID(rec.Drives[idx])
 	d, err := c.drives.Drive(mp, id)
 	if err != nil {
@@ -542,7 +554,7 @@ func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino met
 	if err != nil {
 		return nil, err
 	}
-	return stripeio.ReadRange(ctx, d, id, st, idx, &h, off, n)
+	return stripeio.ReadRange(ctx, d, id, st, idx, &h, off, n, alloc)
 }
 
 // recBatch is how many stripe records a read fetches at once.

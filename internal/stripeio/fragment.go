@@ -227,15 +227,22 @@ func ReadHeader(ctx context.Context, d Drive, id placement.DriveID, st *Stripe, 
 // ReadRange reads shard bytes [off, off+n) of fragment i of st from drive
 // id (d), whose header h ReadHeader returned, reading only the aligned
 // extent of the checksum blocks that hold them and checking those blocks'
-// checksums. The bytes returned are in a new buffer the caller owns.
-// Errors are as ReadFragment's.
-func ReadRange(ctx context.Context, d Drive, id placement.DriveID, st *Stripe, i int, h *erasure.Header, off, n int) ([]byte, error) {
+// checksums. The bytes returned are in a buffer the caller owns: one
+// alloc returned for the extent's length (Align-aligned, as direct I/O
+// wants: a pooled buffer the caller hands back once done with the bytes),
+// or, with alloc nil or a buffer too small, a new one. Errors are as
+// ReadFragment's.
+func ReadRange(ctx context.Context, d Drive, id placement.DriveID, st *Stripe, i int, h *erasure.Header, off, n int, alloc func(n int) []byte) ([]byte, error) {
 	key := st.Key(i)
 	a, b := h.BlockExtent(off, n)
 	hs := erasure.HeaderSize(st.ShardSize)
 	lo := a &^ (erasure.Align - 1)
 	hi := (b + erasure.Align - 1) &^ (erasure.Align - 1)
-	buf, err := d.ReadFragment(ctx, key, int64(hs+lo), int64(hi-lo), nil)
+	var dst []byte
+	if alloc != nil {
+		dst = alloc(hi - lo)
+	}
+	buf, err := d.ReadFragment(ctx, key, int64(hs+lo), int64(hi-lo), dst)
 	if err != nil {
 		return nil, fmt.Errorf("read %v from %v: %w", key, id, err)
 	}

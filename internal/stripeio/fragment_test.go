@@ -212,15 +212,30 @@ func TestReadRange(t *testing.T) {
 		{3 * bs, bs, false},
 		{0, 4 * bs, true},
 	} {
-		got, err := ReadRange(ctx, d, 1, st, 1, &h, r.off, r.n)
-		if r.bad {
-			if !errors.Is(err, erasure.ErrChecksum) {
-				t.Fatalf("range [%d, +%d) over the damaged block: %v", r.off, r.n, err)
-			}
-			continue
+		// Into a new buffer, and into a reused one that held other bytes.
+		var reused []byte
+		alloc := func(n int) []byte {
+			reused = bytes.Repeat([]byte{0xa5}, n)
+			return reused
 		}
-		if err != nil || !bytes.Equal(got, shards[1][r.off:r.off+r.n]) {
-			t.Fatalf("range [%d, +%d): %v (bytes equal %v)", r.off, r.n, err, bytes.Equal(got, shards[1][r.off:r.off+r.n]))
+		for _, alloc := range []func(int) []byte{nil, alloc} {
+			got, err := ReadRange(ctx, d, 1, st, 1, &h, r.off, r.n, alloc)
+			if r.bad {
+				if !errors.Is(err, erasure.ErrChecksum) {
+					t.Fatalf("range [%d, +%d) over the damaged block: %v", r.off, r.n, err)
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, shards[1][r.off:r.off+r.n]) {
+				t.Fatalf("range [%d, +%d): %v (bytes equal %v)", r.off, r.n, err, bytes.Equal(got, shards[1][r.off:r.off+r.n]))
+			}
+			if alloc != nil {
+				before := bytes.Clone(reused)
+				got[0] ^= 0xff // the same memory: the change shows in reused
+				if bytes.Equal(before, reused) {
+					t.Fatalf("range [%d, +%d): not read into the buffer alloc gave", r.off, r.n)
+				}
+			}
 		}
 	}
 	other := *st
