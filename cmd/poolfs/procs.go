@@ -9,15 +9,17 @@ import (
 //
 // A goroutine in a blocking system call (pread, pwrite and fdatasync of
 // fragments, a FUSE request's read) keeps its P until the runtime's
-// monitor takes it back, and the monitor may sleep for up to 10 ms. On a
-// machine of 2 cores, with GOMAXPROCS 2, both Ps were often held so while
-// tens of goroutines waited to run: a 3 s execution trace of `poolfs up`
-// under random 64 KiB writes showed 37 goroutines waiting for a P on
-// average, with one of the two cores idle and the disk idle a quarter of
-// the time. With 8 Ps, the same run (bench/randwrite.sh) wrote 10-15%
-// faster, with the disk busy 92-96% of the time instead of 77%. On
-// machines of more cores, GOMAXPROCS keeps its default.
-const minProcs = 8
+// monitor hands it to another thread. On a machine of 2 cores, with
+// GOMAXPROCS 2, a 3 s execution trace of `poolfs up` under random 64 KiB
+// writes showed 37 goroutines waiting for a P on average, with one of the
+// two cores idle and the disk idle a sixth to a quarter of the time. With 4
+// Ps, 60 s of random 64 KiB writes ran about 12% faster (disk busy 93%
+// instead of 84%), and 8 Ps did no better than 4 (`GOMAXPROCS=2` in front
+// of bench/randwrite.sh compares). Twice the cores, not more: the
+// collector's background workers are a quarter of GOMAXPROCS, and small
+// file creates did no better with 8. Machines of 4 cores or more keep the
+// default.
+const minProcs = 4
 
 // raiseProcs sets GOMAXPROCS to at least minProcs unless the GOMAXPROCS
 // environment variable chose it.
