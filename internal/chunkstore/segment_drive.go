@@ -360,16 +360,14 @@ func (d *segmentDrive) insert(s *segment, r record, cached bool) {
 }
 
 // drop keeps the extent of a record that left the index for reuse
-// (segment_keep.go), or punches it out (header block first, so a crash
-// never leaves a header over punched data), and removes its segment once
-// that holds no live record. The caller holds the key lock.
+// (segment_keep.go), or punches it out, header and data in one call (a
+// record a crash left punched in part fails Open's checks), and removes
+// its segment once that holds no live record. The caller holds the key
+// lock.
 func (d *segmentDrive) drop(l loc) error {
 	var err error
 	if !d.keep(l) {
-		err = d.punch(l.seg, l.off, Align)
-		if err == nil {
-			err = d.punch(l.seg, l.off+Align, l.length)
-		}
+		err = d.punch(l.seg, l.off, Align+l.length)
 	}
 	s := l.seg
 	s.mu.Lock()

@@ -286,6 +286,7 @@ func (c *Client) eachDelta(ctx context.Context, lay meta.Layout, ino meta.Ino, r
 		return err
 	}
 	ps.apply(put)
+	ps.release(c)
 	return nil
 }
 
@@ -297,15 +298,28 @@ type deltaPart struct {
 	buf  []byte
 }
 
-// deltaParts are the parts of a stripe's extents, in commit order.
-type deltaParts []*deltaPart
+// deltaParts are the parts of a stripe's extents, in commit order, and
+// the pooled buffers (Client.rangeBufs) their bytes are in.
+type deltaParts struct {
+	parts []*deltaPart
+	bufs  [][]byte
+}
 
 // apply calls put with each part's stripe offset and bytes, in commit
 // order, so later extents win.
-func (ps deltaParts) apply(put func(at int, p []byte)) {
-	for _, p := range ps {
+func (ps *deltaParts) apply(put func(at int, p []byte)) {
+	for _, p := range ps.parts {
 		put(p.a, p.buf)
 	}
+}
+
+// release hands the parts' buffers back to c's pool; the parts' bytes
+// must not be used after.
+func (ps *deltaParts) release(c *Client) {
+	for _, b := range ps.bufs {
+		c.rangeBufs.Put(b)
+	}
+	*ps = deltaParts{}
 }
 
 // readDeltas reads the parts of rec's extents within stripe bytes [lo, hi)
@@ -313,7 +327,7 @@ func (ps deltaParts) apply(put func(at int, p []byte)) {
 // extent covers whole are not read, and parts that lie close together in
 // one log stripe (the extents of one stripe that one write-back packed
 // side by side) are read as one range.
-func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, lo, hi int, name string) (deltaParts, error) {
+func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, rec meta.StripeRec, lo, hi int, name string) (*deltaParts, error) {
 	type part = deltaPart
 	// From the last extent back: a part the later extents cover whole
 	// is not read.
@@ -348,6 +362,7 @@ func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 		runs = append(runs, []*part{p})
 	}
 	errs := make([]error, len(runs))
+	bufs := make([][]byte, len(runs))
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		wg.Add(1)
@@ -357,7 +372,8 @@ func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 			for _, p := range r {
 				to = max(to, logAt(p)+p.b-p.a)
 			}
-			buf := make([]byte, to-from)
+			buf := c.rangeBufs.Get(to - from)
+			bufs[i] = buf
 			if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
 				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", r[0].d.Seq, rec.Stripe, r[0].d.Log, err)
 				return
@@ -369,10 +385,12 @@ func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 		}()
 	}
 	wg.Wait()
+	ps := &deltaParts{parts: parts, bufs: bufs}
 	if err := errors.Join(errs...); err != nil {
+		ps.release(c)
 		return nil, err
 	}
-	return parts, nil
+	return ps, nil
 }
 
 // deltaReadGap is the most bytes between two extents' parts in one log

@@ -21,7 +21,7 @@ func (c *Client) readFold(ctx context.Context, lay meta.Layout, ino meta.Ino, re
 		return c.readStripe(ctx, lay, ino, rec, b, name)
 	}
 	type fetched struct {
-		parts deltaParts
+		parts *deltaParts
 		err   error
 	}
 	deltas := make(chan fetched, 1)
@@ -31,6 +31,9 @@ func (c *Client) readFold(ctx context.Context, lay meta.Layout, ino meta.Ino, re
 	}()
 	shards, err := c.readFoldBase(ctx, lay, ino, rec, b, name)
 	d := <-deltas
+	if d.err == nil {
+		defer d.parts.release(c)
+	}
 	if err != nil {
 		return nil, err
 	}
