@@ -10,9 +10,9 @@ import (
 // A goroutine in a blocking system call (pread, pwrite and fdatasync of
 // fragments, a FUSE request's read) keeps its P until the runtime's
 // monitor hands it to another thread. On a machine of 2 cores, with
-// GOMAXPROCS 2, a 3 s execution trace of `poolfs up` under random 64 KiB
-// writes showed 37 goroutines waiting for a P on average, with one of the
-// two cores idle and the disk idle a sixth to a quarter of the time. With 4
+// GOMAXPROCS 2, an execution trace of `poolfs up` under random 64 KiB
+// writes showed tens of goroutines waiting for a P, with one of the two
+// cores idle and the disk partly idle. With 4
 // Ps, 60 s of random 64 KiB writes ran about 12% faster (disk busy 93%
 // instead of 84%), and 8 Ps did no better than 4 (`GOMAXPROCS=2` in front
 // of bench/randwrite.sh compares). Twice the cores, not more: the Go

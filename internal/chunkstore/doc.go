@@ -108,8 +108,8 @@
 // and data were punched in two calls, header first; where the host file
 // system discards freed blocks at once, as ext4 mounted with discard and
 // without a journal does, each call waited for a discard, and under random
-// writes the collector's deletes fell behind the folds: 3 GiB of old
-// generations piled up on the drives in 60 s.) A small
+// writes the collector's deletes fell behind the folds, and old
+// generations piled up on the drives.) A small
 // record written through the page cache in an active segment is not
 // punched but kept (segment_keep.go): its header block is zeroed and its
 // extent taken by the next cached write of the same length, at most 16 MiB
