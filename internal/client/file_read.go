@@ -542,7 +542,8 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 }
 
 // readShardRange reads shard bytes [off, off+n) of fragment idx, verifying
-// the blocks that hold them, into a new buffer.
+// the blocks that hold them, into a buffer from alloc (nil: a new one;
+// stripeio.ReadRange).
 func (c *Client) readShardRange(ctx context.Context, mp *clustermap.Map, ino meta.Ino, rec meta.StripeRec, idx, off, n int, alloc func(n int) []byte) ([]byte, error) {
 	id := placement.DriveID(rec.Drives[idx])
 	d, err := c.drives.Drive(mp, id)
