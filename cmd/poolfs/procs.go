@@ -12,13 +12,12 @@ import (
 // monitor hands it to another thread. On a machine of 2 cores, with
 // GOMAXPROCS 2, an execution trace of `poolfs up` under random 64 KiB
 // writes showed tens of goroutines waiting for a P, with one of the two
-// cores idle and the disk partly idle. With 4
-// Ps, 60 s of random 64 KiB writes ran about 12% faster (disk busy 93%
-// instead of 84%), and 8 Ps did no better than 4 (`GOMAXPROCS=2` in front
-// of bench/randwrite.sh compares). Twice the cores, not more: the Go
-// garbage collector's background workers are a quarter of GOMAXPROCS, and
-// small file creates did no better with 8. Machines of 4 cores or more
-// keep the default.
+// cores idle and the disk partly idle. With 4 Ps random writes ran faster
+// and kept the disk busier, and 8 Ps did no better than 4 (`GOMAXPROCS=2`
+// in front of bench/randwrite.sh compares). Twice the cores, not more:
+// the Go garbage collector's background workers are a quarter of
+// GOMAXPROCS, and small file creates did no better with 8. Machines of 4
+// cores or more keep the default.
 const minProcs = 4
 
 // raiseProcs sets GOMAXPROCS to at least minProcs unless the GOMAXPROCS

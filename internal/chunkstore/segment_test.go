@@ -43,6 +43,21 @@ func segmentFiles(t testing.TB, dir string) []string {
 	return m
 }
 
+// writePatterns writes fragments key(0) to key(n-1) of size bytes each
+// (pattern, seeded with i) to d and returns them.
+func writePatterns(t *testing.T, d *LocalDrive, n, size int) map[erasure.FragmentKey][]byte {
+	t.Helper()
+	want := map[erasure.FragmentKey][]byte{}
+	for i := range n {
+		b := pattern(size, uint64(i))
+		if err := d.WriteFragment(ctx, key(i), b); err != nil {
+			t.Fatal(err)
+		}
+		want[key(i)] = b
+	}
+	return want
+}
+
 func segOpts() Options {
 	return Options{Format: FormatSegments, DirectIO: true, SegmentSize: 64 << 10, Capacity: 1 << 30}
 }
@@ -132,14 +147,7 @@ func TestSegmentsTornTail(t *testing.T) {
 	opts := segOpts()
 	opts.SegmentSize = 1 << 20
 	d := openTest(t, dir, opts)
-	want := map[erasure.FragmentKey][]byte{}
-	for i := range 3 {
-		b := pattern(2*Align, uint64(i))
-		if err := d.WriteFragment(ctx, key(i), b); err != nil {
-			t.Fatal(err)
-		}
-		want[key(i)] = b
-	}
+	want := writePatterns(t, d, 3, 2*Align)
 	sd := d.impl.(*segmentDrive)
 	var s *segment
 	for _, seg := range sd.mu.segs {
@@ -391,14 +399,7 @@ func TestSegmentsPartlyPunched(t *testing.T) {
 			opts := segOpts()
 			opts.SegmentSize = 1 << 20
 			d := openTest(t, dir, opts)
-			want := map[erasure.FragmentKey][]byte{}
-			for i := range 3 {
-				b := pattern(4*Align, uint64(i)+1)
-				if err := d.WriteFragment(ctx, key(i), b); err != nil {
-					t.Fatal(err)
-				}
-				want[key(i)] = b
-			}
+			want := writePatterns(t, d, 3, 4*Align)
 			sd := d.impl.(*segmentDrive)
 			l := sd.mu.index[key(1)]
 			path := l.seg.path

@@ -299,7 +299,7 @@ type deltaPart struct {
 }
 
 // deltaParts are the parts of a stripe's extents, in commit order, and
-// the pooled buffers (Client.rangeBufs) their bytes are in.
+// the pooled buffers (Client.byteBufs) their bytes are in.
 type deltaParts struct {
 	parts []*deltaPart
 	bufs  [][]byte
@@ -317,7 +317,7 @@ func (ps *deltaParts) apply(put func(at int, p []byte)) {
 // must not be used after.
 func (ps *deltaParts) release(c *Client) {
 	for _, b := range ps.bufs {
-		c.rangeBufs.Put(b)
+		c.byteBufs.Put(b)
 	}
 	*ps = deltaParts{}
 }
@@ -372,7 +372,7 @@ func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 			for _, p := range r {
 				to = max(to, logAt(p)+p.b-p.a)
 			}
-			buf := c.rangeBufs.Get(to - from)
+			buf := c.byteBufs.Get(to - from)
 			bufs[i] = buf
 			if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
 				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", r[0].d.Seq, rec.Stripe, r[0].d.Log, err)

@@ -300,7 +300,7 @@ func (f *File) writeLocked(ctx context.Context, m *ErrMark, p []byte, off int64,
 		d := f.mu.dirty[pc.s]
 		if d == nil {
 			lay := f.mu.attr.Layout
-			d = &dirtyStripe{k: lay.K, unit: int(lay.Unit), pool: f.c.bufs.get(lay.K+lay.M, int(lay.Unit)), partBufs: &f.c.partBufs}
+			d = &dirtyStripe{k: lay.K, unit: int(lay.Unit), pool: f.c.bufs.get(lay.K+lay.M, int(lay.Unit)), partBufs: &f.c.byteBufs}
 			f.mu.dirty[pc.s] = d
 		}
 		if h, ok := holds[pc.s]; ok {

@@ -494,7 +494,7 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 		go func() {
 			var buf []byte
 			b, err := c.readShardRange(ctx, m, ino, rec, p.idx, p.off, p.n, func(n int) []byte {
-				buf = c.rangeBufs.Get(n)
+				buf = c.byteBufs.Get(n)
 				return buf
 			})
 			if err != nil {
@@ -519,7 +519,7 @@ func (c *Client) readParts(ctx context.Context, m *clustermap.Map, ino meta.Ino,
 	got := make([]result, 0, len(parts))
 	defer func() {
 		for _, r := range got {
-			c.rangeBufs.Put(r.buf)
+			c.byteBufs.Put(r.buf)
 		}
 	}()
 	for range parts {
