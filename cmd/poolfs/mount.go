@@ -217,7 +217,9 @@ func mountPoint(dir string) (string, error) {
 // clientOptions are the data path options of every client this process
 // makes (POOLFS_INFLIGHT sets StripesInFlight, POOLFS_READAHEAD the
 // read-ahead window in stripes, POOLFS_DELTA_BUDGET the delta bytes a file
-// keeps before it folds, POOLFS_FOLDS the stripes folded at once, POOLFS_NO_DELTAS=1 turns the delta log off: for
+// keeps before it folds, POOLFS_FOLDS the stripes folded at once,
+// POOLFS_LOG_CACHE the bytes of its log stripes a client keeps in memory
+// (negative: none), POOLFS_NO_DELTAS=1 turns the delta log off: for
 // experiments).
 func clientOptions() client.Options {
 	o := client.Options{NoDeltas: os.Getenv("POOLFS_NO_DELTAS") == "1"}
@@ -229,6 +231,9 @@ func clientOptions() client.Options {
 	}
 	if v, err := strconv.Atoi(os.Getenv("POOLFS_FOLDS")); err == nil {
 		o.FoldsInFlight = v
+	}
+	if v, err := strconv.ParseInt(os.Getenv("POOLFS_LOG_CACHE"), 10, 64); err == nil {
+		o.LogCache = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("POOLFS_READAHEAD")); err == nil {
 		o.ReadAhead = v

@@ -150,6 +150,10 @@ type Options struct {
 	// FoldsInFlight bounds the stripes the client folds at once (default
 	// DefaultFoldsInFlight).
 	FoldsInFlight int
+	// LogCache bounds the bytes of the log stripes it wrote that the
+	// client keeps in memory for the folds and reads of their extents
+	// (logcache.go); 0: DefaultLogCache(); negative: none.
+	LogCache int64
 	// OnRepair, if set, is called for each fragment a read found damaged
 	// or missing and rewrote on drive id (read repair), so that the
 	// repairs are counted where operators look (mgmt.RepairBatcher).
@@ -192,6 +196,7 @@ const WriteBehindFactor = 4
 
 // Client is the data path. It is safe for concurrent use.
 type Client struct {
+	logs    *logCache // nil: none
 	meta    Meta
 	maps    MapSource
 	drives  Drives
@@ -271,6 +276,9 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.LogCache == 0 {
+		opts.LogCache = DefaultLogCache()
+	}
 	if opts.FoldsInFlight <= 0 {
 		opts.FoldsInFlight = DefaultFoldsInFlight
 	}
@@ -290,6 +298,9 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	c.mu.avoidPG = map[uint32]avoidPG{}
 	c.mu.orders = map[uint32]*orderOf{}
 	c.space = newSpaceGate(m)
+	if opts.LogCache > 0 {
+		c.logs = newLogCache(opts.LogCache)
+	}
 	return c
 }
 

@@ -113,6 +113,14 @@ func (lb *logBuf) fill(b *stripeBuf, k, unit int) {
 	}
 }
 
+// flatten copies lb's bytes into out (lb.n bytes), from the data shards
+// of b that fill laid them into.
+func (lb *logBuf) flatten(out []byte, b *stripeBuf, unit int) {
+	for at := 0; at < lb.n; at += unit {
+		copy(out[at:], b.shard(at/unit, unit))
+	}
+}
+
 // writeLogs writes log stripes of file ino (layout lay) and returns their
 // records, numbered LogStripeBase | a generation-like number (time and
 // random bits), distinct within the call; one another writer took makes
@@ -128,7 +136,16 @@ func (f *File) writeLogs(ctx context.Context, lay meta.Layout, ino meta.Ino, log
 	return f.writeStripesEach(ctx, lay, ino, "write delta log of", idx, func(ctx context.Context, i uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		lb := logs[i]
 		lb.fill(b, lay.K, int(lay.Unit))
+		// Copied for the log cache before writeStripe lays a short
+		// log stripe out anew in b.
+		flat := f.c.logs.buffer(lb.n)
+		if flat != nil {
+			lb.flatten(flat, b, int(lay.Unit))
+		}
 		rec, err := f.c.writeStripe(ctx, logLayout(lay, lb.n), ino, nos[i], 0, b, lb.n)
+		if flat != nil && err == nil {
+			f.c.logs.put(ino, rec, flat)
+		}
 		return meta.StripeCommit{Rec: rec}, err
 	})
 }
@@ -374,7 +391,9 @@ func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 			}
 			buf := c.byteBufs.Get(to - from)
 			bufs[i] = buf
-			if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
+			if c.logs.read(ino, r[0].d.LogRec, from, buf) {
+				// In the log cache.
+			} else if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
 				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", r[0].d.Seq, rec.Stripe, r[0].d.Log, err)
 				return
 			}

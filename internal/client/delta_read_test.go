@@ -112,3 +112,48 @@ func TestDeltaPartsReadTogether(t *testing.T) {
 	}
 	checkFile(t, fresh(conn), ino, ref, "fresh client")
 }
+
+// TestFoldsTakeLogFromCache: the folds of the client that wrote the log
+// stripes take the extents' bytes from its log cache and read no log
+// stripe from the drives; without the cache they read them; either way
+// the file reads as the reference copy, byte for byte.
+func TestFoldsTakeLogFromCache(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cache    int64
+		logReads bool
+	}{
+		{"cache", 0, false},
+		{"no cache", -1, true},
+		{"cache too small for a log stripe", 4 << 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := start(t)
+			ctx := context.Background()
+			const size = 16 * testK * testUnit
+			g, ref := written(t, conn, "f", size)
+			g.Close()
+			counted := &logReads{inner: conn.Drives}
+			w := *conn
+			w.Client = client.New(conn.Meta, conn.Maps, counted, client.Options{DeltaBudget: 1 << 40, LogCache: tc.cache})
+			f := reopen(t, &w, g)
+			randomWrites(t, f, ref, 200, 8<<10)
+			ino := f.Attr().Ino
+			if ext, _ := deltaStats(t, conn, ino); ext == 0 {
+				t.Fatal("no extents to fold")
+			}
+			before := counted.n.Load()
+			if err := f.FoldAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if ext, logs := deltaStats(t, conn, ino); ext != 0 || logs != 0 {
+				t.Fatalf("after FoldAll: %d extents, %d log stripes", ext, logs)
+			}
+			if n := counted.n.Load() - before; (n > 0) != tc.logReads {
+				t.Fatalf("the folds read log stripes from the drives %d times; want reads: %v", n, tc.logReads)
+			}
+			checkFile(t, fresh(conn), ino, ref, "after the folds")
+		})
+	}
+}

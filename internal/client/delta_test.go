@@ -126,11 +126,22 @@ func randomWrites(t *testing.T, f *client.File, ref []byte, n, maxLen int) {
 // extents (no stripe is rewritten for them), and the file reads as a
 // reference copy with the same writes applied, byte for byte: through
 // the writer's handle while it writes, through a fresh client, after
-// the folds the writes caused, and after folding everything.
+// the folds the writes caused, and after folding everything; with the
+// writer's log cache, whose folds and reads take the log's bytes from
+// memory, and without, whose read them from the drives.
 func TestRandomWritesAgainstReference(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cache int64
+	}{{"log cache", 0}, {"no log cache", -1}} {
+		t.Run(tc.name, func(t *testing.T) { randomWritesAgainstReference(t, tc.cache) })
+	}
+}
+
+func randomWritesAgainstReference(t *testing.T, logCache int64) {
 	// A small window: a writeback every few writes. A small budget:
 	// folds while writing.
-	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: 4 << 20})
+	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: 4 << 20, LogCache: logCache})
 	ctx := context.Background()
 	const size = 8<<20 + 12345 // 33 stripes, the last one short
 	f, ref := written(t, conn, "f", size)

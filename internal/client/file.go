@@ -167,6 +167,7 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	f.mu.inflight = map[uint64]*inflight{}
 	f.mu.gens = map[uint64]uint64{}
 	f.mu.recs = map[uint64]meta.StripeRec{}
+	f.mu.fold.gone = func(log uint64) { c.logs.drop(a.Ino, log) }
 	f.mu.openSize = int64(a.Size)
 	f.holdSpace()
 	f.wb.sem = make(chan struct{}, c.opts.StripesInFlight)

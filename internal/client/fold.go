@@ -62,6 +62,9 @@ type foldState struct {
 	// stripes (as far as the File knew at hand-over): on the drives
 	// before their commit adds them to logBytes.
 	pending int64
+	// gone is called with each log stripe that no stripe has extents in
+	// any more (its bytes leave the client's log cache).
+	gone func(log uint64)
 }
 
 // logUse is a log stripe: its length and the stripes with extents in it.
@@ -111,6 +114,9 @@ func (fs *foldState) leave(s, l uint64) {
 		if len(u.stripes) == 0 {
 			fs.logBytes -= u.len
 			delete(fs.logs, l)
+			if fs.gone != nil {
+				fs.gone(l)
+			}
 		}
 	}
 }
