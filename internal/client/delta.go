@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
 )
 
@@ -113,14 +114,6 @@ func (lb *logBuf) fill(b *stripeBuf, k, unit int) {
 	}
 }
 
-// flatten copies lb's bytes into out (lb.n bytes), from the data shards
-// of b that fill laid them into.
-func (lb *logBuf) flatten(out []byte, b *stripeBuf, unit int) {
-	for at := 0; at < lb.n; at += unit {
-		copy(out[at:], b.shard(at/unit, unit))
-	}
-}
-
 // writeLogs writes log stripes of file ino (layout lay) and returns their
 // records, numbered LogStripeBase | a generation-like number (time and
 // random bits), distinct within the call; one another writer took makes
@@ -135,16 +128,25 @@ func (f *File) writeLogs(ctx context.Context, lay meta.Layout, ino meta.Ino, log
 	}
 	return f.writeStripesEach(ctx, lay, ino, "write delta log of", idx, func(ctx context.Context, i uint64, b *stripeBuf) (meta.StripeCommit, error) {
 		lb := logs[i]
-		lb.fill(b, lay.K, int(lay.Unit))
-		// Copied for the log cache before writeStripe lays a short
-		// log stripe out anew in b.
-		flat := f.c.logs.buffer(lb.n)
-		if flat != nil {
-			lb.flatten(flat, b, int(lay.Unit))
+		unit := int(lay.Unit)
+		lb.fill(b, lay.K, unit)
+		ll := logLayout(lay, lb.n)
+		// The log cache takes a full log stripe's shards after the
+		// write; a short one is copied first: writeStripe lays its
+		// shards out anew in b.
+		whole := !ll.Mirror && erasure.ShardSize(lb.n, lay.K, unit) == unit
+		var short *logEntry
+		if !whole && f.c.logs.takes(lb.n) {
+			short = f.c.logs.copyOf(b, unit, lb.n)
 		}
-		rec, err := f.c.writeStripe(ctx, logLayout(lay, lb.n), ino, nos[i], 0, b, lb.n)
-		if flat != nil && err == nil {
-			f.c.logs.put(ino, rec, flat)
+		rec, err := f.c.writeStripe(ctx, ll, ino, nos[i], 0, b, lb.n)
+		switch {
+		case short != nil && err == nil:
+			f.c.logs.put(ino, rec, short)
+		case short != nil:
+			f.c.logs.release(short)
+		case whole && err == nil && f.c.logs.takes(lb.n):
+			f.c.logs.swap(ino, rec, b, lay.K, unit, lb.n)
 		}
 		return meta.StripeCommit{Rec: rec}, err
 	})

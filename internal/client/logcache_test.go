@@ -2,28 +2,43 @@ package client
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"poolfs/internal/meta"
 )
 
 // TestLogCache: entries are served only for their file, log stripe and
-// generation and within their bytes; the oldest leave first beyond the
+// generation and within their bytes, whether swapped in (a full log
+// stripe) or copied (a short one); the oldest leave first beyond the
 // bound; a dropped entry is gone; and buffers of entries that left are
-// filled again.
+// filled again, never those of entries in the cache.
 func TestLogCache(t *testing.T) {
-	lc := newLogCache(3 << 10)
+	const k, unit = 2, 4096
+	pool := newBufPool(k+1, unit)
+	frag := len(pool.get().frags[0])
+	lc := newLogCache(int64(3 * k * frag)) // three full log stripes
 	rec := func(s, gen uint64) meta.StripeRec { return meta.StripeRec{Stripe: meta.LogStripeBase | s, Gen: gen} }
-	put := func(ino meta.Ino, r meta.StripeRec, fill byte) []byte {
-		b := lc.buffer(1 << 10)
-		if b == nil {
-			t.Fatal("a 1 KiB log stripe refused by a 3 KiB cache")
+	// stripe returns a stripe buffer holding n random bytes in the
+	// full-unit layout, and the bytes.
+	stripe := func(n int) (*stripeBuf, []byte) {
+		b, want := pool.get(), make([]byte, n)
+		for i := range want {
+			want[i] = byte(rand.Uint32())
 		}
-		for i := range b {
-			b[i] = fill + byte(i)
+		for at := 0; at < n; at += unit {
+			copy(b.shard(at/unit, unit), want[at:min(n, at+unit)])
 		}
-		lc.put(ino, r, b)
-		return b
+		return b, want
+	}
+	full := func(ino meta.Ino, r meta.StripeRec) []byte {
+		b, want := stripe(k * unit)
+		before := b.frags[0]
+		lc.swap(ino, r, b, k, unit, k*unit)
+		if &b.frags[0][0] == &before[0] {
+			t.Fatal("swap left the stripe buffer its shard")
+		}
+		return want
 	}
 	got := func(ino meta.Ino, r meta.StripeRec, from, n int) []byte {
 		dst := make([]byte, n)
@@ -32,14 +47,17 @@ func TestLogCache(t *testing.T) {
 		}
 		return dst
 	}
-	first := bytes.Clone(put(1, rec(1, 7), 10))
-	put(1, rec(2, 7), 20)
-	put(2, rec(1, 7), 30)
-	if lc.size() != 3<<10 {
-		t.Fatalf("size %d, want 3 KiB", lc.size())
+	first := full(1, rec(1, 7))
+	b, short := stripe(unit + 100)
+	e := lc.copyOf(b, unit, unit+100)
+	clear(b.shard(0, unit)) // writeStripe lays a short stripe out anew
+	lc.put(1, rec(2, 7), e)
+	third := full(2, rec(1, 7))
+	if b := got(1, rec(1, 7), 100, unit); !bytes.Equal(b, first[100:100+unit]) {
+		t.Fatal("bytes across the shards of a swapped log stripe differ")
 	}
-	if b := got(1, rec(1, 7), 100, 200); !bytes.Equal(b, first[100:300]) {
-		t.Fatal("bytes 100..300 of a cached log stripe differ")
+	if b := got(1, rec(2, 7), 0, unit+100); !bytes.Equal(b, short) {
+		t.Fatal("the bytes of a copied log stripe differ")
 	}
 	for _, miss := range []struct {
 		what    string
@@ -50,42 +68,57 @@ func TestLogCache(t *testing.T) {
 		{"another generation", 1, rec(1, 8), 0, 10},
 		{"another file", 3, rec(1, 7), 0, 10},
 		{"another log stripe", 1, rec(3, 7), 0, 10},
-		{"beyond its bytes", 1, rec(1, 7), 1000, 100},
+		{"beyond its bytes", 1, rec(2, 7), unit, 101},
 		{"before its bytes", 1, rec(1, 7), -1, 10},
 	} {
 		if got(miss.ino, miss.r, miss.from, miss.n) != nil {
 			t.Errorf("%s served from the cache", miss.what)
 		}
 	}
-	// A fourth entry pushes the oldest out, and reuses no buffer still
-	// in the cache.
-	fourth := put(2, rec(2, 7), 40)
+	// A fourth pushes the oldest out; the buffers given to stripe
+	// buffers are never those of entries in the cache.
+	full(2, rec(2, 7))
 	if got(1, rec(1, 7), 0, 1) != nil {
 		t.Fatal("the oldest entry stayed beyond the bound")
 	}
 	if got(1, rec(2, 7), 0, 1) == nil || got(2, rec(2, 7), 0, 1) == nil {
 		t.Fatal("a newer entry left before the oldest")
 	}
-	if lc.size() != 3<<10 {
-		t.Fatalf("size %d after eviction, want 3 KiB", lc.size())
-	}
 	lc.drop(2, meta.LogStripeBase|2)
-	if got(2, rec(2, 7), 0, 1) != nil || lc.size() != 2<<10 {
-		t.Fatalf("a dropped entry is still served (size %d)", lc.size())
+	if got(2, rec(2, 7), 0, 1) != nil {
+		t.Fatal("a dropped entry is still served")
 	}
-	// The dropped entry's buffer is the next one filled; the bytes of
-	// the entries in the cache stay as they were.
-	if b := lc.buffer(1 << 10); &b[0] != &fourth[0] {
-		t.Error("the buffer of a dropped entry was not used again")
+	// The next swap gives the stripe buffer the dropped entry's
+	// buffers; whatever the writer then puts in them, the entries in the
+	// cache keep their bytes.
+	dropped := map[*byte]bool{}
+	for _, f := range lc.free[frag] {
+		dropped[&f[0]] = true
 	}
-	if b := got(2, rec(1, 7), 0, 1<<10); b == nil || b[5] != 35 {
-		t.Fatal("an entry's bytes changed")
+	if len(dropped) == 0 {
+		t.Fatal("a dropped entry's buffers were not kept to fill again")
 	}
-	if lc.buffer(4<<10) != nil {
-		t.Fatal("a log stripe larger than the cache was taken")
+	b, fifth := stripe(k * unit)
+	lc.swap(3, rec(5, 1), b, k, unit, k*unit)
+	for _, f := range b.frags[:k] {
+		if !dropped[&f[0]] {
+			t.Error("the stripe buffer got a new buffer while a dropped one was free")
+		}
+		for i := range f {
+			f[i] = 0xee
+		}
+	}
+	for _, c := range []struct {
+		ino  meta.Ino
+		r    meta.StripeRec
+		want []byte
+	}{{1, rec(2, 7), short}, {2, rec(1, 7), third}, {3, rec(5, 1), fifth}} {
+		if b := got(c.ino, c.r, 0, len(c.want)); !bytes.Equal(b, c.want) {
+			t.Errorf("entry %d/%#x changed when the stripe buffer was written", c.ino, c.r.Stripe)
+		}
 	}
 	var none *logCache
-	if none.buffer(1) != nil || none.read(1, rec(1, 7), 0, make([]byte, 1)) || none.size() != 0 {
+	if none.takes(1) || none.read(1, rec(1, 7), 0, make([]byte, 1)) || none.size() != 0 {
 		t.Fatal("a client without a log cache serves from one")
 	}
 	none.drop(1, 1)
