@@ -294,7 +294,7 @@ func TestCrashConsistency(t *testing.T) {
 	gc := run(t, "gc", "-c", dir, "--orphans", "--grace", "0s")
 	t.Log(strings.TrimSpace(gc))
 	var q, frags, orphans, scanned, temps int
-	if _, err := fmt.Sscanf(gc, "gc: %d queued generations (%d fragments), %d orphan fragments of %d scanned, %d unfinished puts",
+	if _, err := fmt.Sscanf(gc, "gc: %d queued generations (%d fragments deleted), %d orphan fragments of %d scanned, %d unfinished puts",
 		&q, &frags, &orphans, &scanned, &temps); err != nil {
 		t.Fatalf("gc output %q: %v", gc, err)
 	}

@@ -142,8 +142,11 @@ func gcCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Printf("gc: %d queued generations (%d fragments), %d orphan fragments of %d scanned, %d unfinished puts, in %s\n",
+				fmt.Printf("gc: %d queued generations (%d fragments deleted), %d orphan fragments of %d scanned, %d unfinished puts, in %s\n",
 					rep.Queued, rep.Fragments, rep.Orphans, rep.Scanned, rep.TempFiles, time.Duration(rep.DurationNanos).Round(time.Millisecond))
+				if rep.Left > 0 {
+					fmt.Printf("gc: %d fragments of those generations left: on no drive (failed or removed), or their stripe's again\n", rep.Left)
+				}
 				for _, e := range rep.Errors {
 					fmt.Fprintln(os.Stderr, "gc:", e)
 				}

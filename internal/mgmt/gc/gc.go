@@ -112,8 +112,12 @@ type Args struct {
 
 // Report says what a collector run removed.
 type Report struct {
-	Queued        int      `json:"queued"`     // GC queue items processed
-	Fragments     int      `json:"fragments"`  // fragments deleted for them
+	Queued    int `json:"queued"`    // GC queue items processed
+	Fragments int `json:"fragments"` // fragments deleted for them
+	// Left counts their fragments not deleted because there was nothing
+	// to delete (on a failed or removed drive, or none) or the stripe
+	// uses them again (moved back onto the drive).
+	Left          int      `json:"left,omitempty"`
 	Orphans       int      `json:"orphans"`    // uncommitted fragments deleted
 	TempFiles     int      `json:"temp_files"` // unfinished put files removed
 	Scanned       int      `json:"scanned"`    // fragments examined by the orphan scan

@@ -94,8 +94,8 @@ func TestQueueDownDrive(t *testing.T) {
 			r.maps.setState(0, st)
 			keys := r.queue(1, 10, 1, now, 0, 1)
 			rep, err := r.c.Run(ctx, Args{})
-			if err != nil || rep.Queued != 1 || rep.Fragments != 2 {
-				t.Fatalf("run: %+v, %v; want the item collected", rep, err)
+			if err != nil || rep.Queued != 1 || rep.Fragments != 1 || rep.Left != 1 {
+				t.Fatalf("run: %+v, %v; want the item collected: 1 fragment deleted, the one on drive 0 left", rep, err)
 			}
 			if r.drives[0].deletes != 0 || r.drives[1].has(keys[1]) {
 				t.Fatalf("drive 0 asked %d times; drive 1 kept its fragment: %v", r.drives[0].deletes, r.drives[1].has(keys[1]))
@@ -253,6 +253,11 @@ func TestQueuedMoveSparesAFragmentMovedBack(t *testing.T) {
 	rep, err := r.c.Run(context.Background(), Args{})
 	if err != nil || rep.Queued != 2 || len(rep.Errors) > 0 {
 		t.Fatalf("run: %+v, %v; want both items done", rep, err)
+	}
+	// One fragment deleted; the one moved back and the two on no drive
+	// are reported left, not deleted.
+	if rep.Fragments != 1 || rep.Left != 3 {
+		t.Fatalf("run: %+v; want 1 fragment deleted, 3 left", rep)
 	}
 	if !r.drives[1].has(back) {
 		t.Fatal("the collector deleted a fragment that had moved back onto the drive its item named")

@@ -66,6 +66,7 @@ func (c *Collector) drainQueue(ctx context.Context, m *clustermap.Map, rep *Repo
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				errs := make([]error, len(it.Drives))
+				deleted := make([]bool, len(it.Drives))
 				live, err := c.liveAgain(ctx, it)
 				var fw sync.WaitGroup
 				for i, id := range it.Drives {
@@ -80,16 +81,20 @@ func (c *Collector) drainQueue(ctx context.Context, m *clustermap.Map, rep *Repo
 					go func() {
 						defer fw.Done()
 						key := erasure.FragmentKey{Ino: uint64(it.Ino), Stripe: it.Stripe, Gen: it.Gen, Index: uint8(i)}
-						errs[i] = c.deleteFragment(ctx, m, placement.DriveID(id), key)
+						deleted[i], errs[i] = c.deleteFragment(ctx, m, placement.DriveID(id), key)
 					}()
 				}
 				fw.Wait()
 				mu.Lock()
 				defer mu.Unlock()
 				ok := true
-				for _, err := range errs {
+				for i, err := range errs {
 					if err == nil {
-						rep.Fragments++
+						if deleted[i] {
+							rep.Fragments++
+						} else {
+							rep.Left++
+						}
 						continue
 					}
 					ok = false
@@ -181,20 +186,20 @@ var errDriveDown = errors.New("gc: drive down")
 // deleteFragment deletes one fragment; a drive that is failed or gone
 // holds nothing to delete, and one that is down is not asked (errDriveDown:
 // the item stays queued until the drive answers again or is failed).
-func (c *Collector) deleteFragment(ctx context.Context, m *clustermap.Map, id placement.DriveID, key erasure.FragmentKey) error {
+func (c *Collector) deleteFragment(ctx context.Context, m *clustermap.Map, id placement.DriveID, key erasure.FragmentKey) (deleted bool, err error) {
 	d, err := m.Drive(id)
 	if err != nil || d.State == clustermap.StateFailed || d.State == clustermap.StateOut {
-		return nil
+		return false, nil // on no drive: nothing to delete
 	}
 	if d.State == clustermap.StateDown {
-		return errDriveDown
+		return false, errDriveDown
 	}
 	drv, err := c.d.Drives.Drive(m, id)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := drv.DeleteFragment(ctx, key); err != nil {
-		return fmt.Errorf("delete %v on %v: %w", key, id, err)
+		return false, fmt.Errorf("delete %v on %v: %w", key, id, err)
 	}
-	return nil
+	return true, nil
 }
