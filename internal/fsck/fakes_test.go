@@ -18,6 +18,9 @@ type memStore struct {
 	names    map[string]meta.Ino
 	recs     map[meta.Ino]map[uint64]meta.StripeRec
 	restored []meta.StripeRec
+	// beforeStripes, if set, runs at the start of each Stripes call: a
+	// change another client commits while fsck reads.
+	beforeStripes func(ino meta.Ino)
 }
 
 func (s *memStore) Getattr(_ context.Context, ino meta.Ino) (meta.Attr, error) {
@@ -41,6 +44,9 @@ func (s *memStore) Readdir(_ context.Context, ino meta.Ino, after string, _ int)
 }
 
 func (s *memStore) Stripes(_ context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error) {
+	if s.beforeStripes != nil {
+		s.beforeStripes(ino)
+	}
 	var out []meta.StripeRec
 	for st, r := range s.recs[ino] {
 		if st >= first && st <= last {

@@ -29,6 +29,19 @@ func (r *run) checkFile(ctx context.Context, p string, ino meta.Ino) error {
 	if err != nil {
 		return err
 	}
+	// On a cluster in use, another client may truncate or write the file
+	// between the two reads: a truncate leaves the fragments of the
+	// stripes it cut (until the collector runs) and no records. What the
+	// file holds is judged by the smaller of the sizes read before and
+	// after its records.
+	switch a2, err := r.c.Store.Getattr(ctx, ino); {
+	case errors.Is(err, meta.ErrNotFound):
+		return nil // removed meanwhile
+	case err != nil:
+		return fmt.Errorf("fsck: %s: %w", p, err)
+	default:
+		a.Size, a.Stored = min(a.Size, a2.Size), min(a.Stored, a2.Stored)
+	}
 	have := map[uint64]meta.StripeRec{}
 	var sum uint64
 	for _, rec := range recs {
