@@ -79,8 +79,8 @@
 // every write took the next segment in turn, on our VMs; on disks, one
 // seek per run instead of per fragment). Each grows to at most
 // Options.SegmentSize (default 256 MiB; at most 1/32 of a small drive) and
-// is preallocated with fallocate a sixteenth of a segment (1 to 16 MiB) at
-// a time ahead of its records, so a drive takes at most four such steps on
+// is preallocated with fallocate a sixty-fourth of a segment (1 to 4 MiB)
+// at a time ahead of its records, so a drive takes at most four such steps on
 // the host beyond its records, not four whole segments. A writer reserves an aligned extent under the segment's mutex, writes
 // header and data with one pwritev (O_DIRECT), and then waits for a
 // group-committed fdatasync of the segment: writers whose data is written

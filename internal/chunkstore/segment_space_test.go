@@ -48,8 +48,8 @@ func TestSegmentsSpaceFollowsFragments(t *testing.T) {
 		t.Fatalf("%d segment files, want %d (every slot used)", len(segs), activeSegments)
 	}
 	step := d.impl.(*segmentDrive).preallocStep()
-	if step != 16<<20 {
-		t.Fatalf("preallocation step %d for 256 MiB segments, want 16 MiB", step)
+	if step != 4<<20 {
+		t.Fatalf("preallocation step %d for 256 MiB segments, want 4 MiB", step)
 	}
 	limit := stored + activeSegments*(step+Align) + n*Align
 	if got := onDisk(t, dir); got > limit {
