@@ -1,6 +1,12 @@
 package client
 
 import (
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -38,17 +44,75 @@ import (
 // copy), so bytes are copied out under the cache's lock (read), never
 // handed out.
 // DefaultLogCache returns Options.LogCache's default: an eighth of the
-// machine's memory (a file's delta log is at most about half its size,
-// so this serves every fold of a file up to twice that size; Lustre's
-// client, for comparison, caches up to half of memory by default), or
-// 1 GiB where the memory size is unknown. Memory is taken only as log
-// stripes are written, and given back as the folds empty them.
+// memory the process may use (the machine's, or its cgroup's limit if
+// that is lower: a container's), or 1 GiB where neither is known. A
+// file's delta log is at most about half its size, so this serves every
+// fold of a file up to twice that size; Lustre's client, for
+// comparison, caches up to half of memory by default. Memory is taken
+// only as log stripes are written, and given back as the folds empty
+// them.
 func DefaultLogCache() int64 {
+	var mem int64
 	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) != nil || si.Totalram == 0 {
+	if unix.Sysinfo(&si) == nil {
+		mem = int64(si.Totalram) * int64(max(si.Unit, 1))
+	}
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		if l := cgroupMemoryLimit(b, "/sys/fs/cgroup"); l > 0 && (mem <= 0 || l < mem) {
+			mem = l
+		}
+	}
+	if mem <= 0 {
 		return 1 << 30
 	}
-	return int64(si.Totalram) * int64(max(si.Unit, 1)) / 8
+	return mem / 8
+}
+
+// cgroupMemoryLimit returns the lowest memory limit of the cgroups that
+// procCgroup (the contents of /proc/self/cgroup) names and of their
+// parents, under the cgroup file systems mounted at sysfs: memory.max of
+// the unified hierarchy (cgroup v2, at sysfs or sysfs/unified), or
+// memory.limit_in_bytes of the memory controller (v1). 0: no limit.
+func cgroupMemoryLimit(procCgroup []byte, sysfs string) int64 {
+	var lim int64
+	note := func(file string) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || v <= 0 || v >= 1<<62 { // "max", or v1's "no limit"
+			return
+		}
+		if lim == 0 || v < lim {
+			lim = v
+		}
+	}
+	for _, line := range strings.Split(string(procCgroup), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
+			continue
+		}
+		var roots []string
+		var name string
+		switch {
+		case f[0] == "0" && f[1] == "":
+			roots, name = []string{sysfs, filepath.Join(sysfs, "unified")}, "memory.max"
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			roots, name = []string{filepath.Join(sysfs, "memory")}, "memory.limit_in_bytes"
+		default:
+			continue
+		}
+		for _, root := range roots {
+			for p := path.Clean(f[2]); ; p = path.Dir(p) {
+				note(filepath.Join(root, p, name))
+				if p == "/" {
+					break
+				}
+			}
+		}
+	}
+	return lim
 }
 
 type logCache struct {
