@@ -45,16 +45,29 @@ func TestSlowDriveProbedBesideRead(t *testing.T) {
 // TestNewClientLeavesSlowDriveSoon: a client with no latency history stops
 // reading from a drive far slower than the rest after two of its reads
 // (the hedged ones, at the cold bound), not after four.
+//
+// The estimates are times: on a machine whose CPUs are busy (the race
+// detector, other tests) the other drives' reads slow down too, and the
+// slow drive, whose reads are given up at the hedging bound, can look
+// like them for a read or two more. A fresh client is tried up to three
+// times; a client that kept reading the slow drive four times or more
+// fails every time.
 func TestNewClientLeavesSlowDriveSoon(t *testing.T) {
-	f := newStripeFixture(t, 4, 2, Options{})
-	slow := f.drives[placement.DriveID(1)]
-	slow.SlowDown(time.Second) // context-aware: a hedged read ends when cancelled
-	for range 8 {
-		f.readWithin(t, 10*time.Second, "on the slow drive")
+	var asked []int64
+	for range 3 {
+		f := newStripeFixture(t, 4, 2, Options{})
+		slow := f.drives[placement.DriveID(1)]
+		slow.SlowDown(time.Second) // context-aware: a hedged read ends when cancelled
+		for range 8 {
+			f.readWithin(t, 10*time.Second, "on the slow drive")
+		}
+		// Two reads judge the drive; one more if the second read's
+		// observation lands after the next stripe read was planned.
+		n := slow.Reads()
+		if n <= 3 {
+			return
+		}
+		asked = append(asked, n)
 	}
-	// Two reads judge the drive; one more if the second read's
-	// observation lands after the next stripe read was planned.
-	if n := slow.Reads(); n > 3 {
-		t.Fatalf("the slow drive was asked %d times in 8 reads of its stripe, want 2 (3 at most)", n)
-	}
+	t.Fatalf("the slow drive was asked %v times in 8 reads of its stripe by three fresh clients, want 2 (3 at most)", asked)
 }
