@@ -136,16 +136,16 @@ func (f *File) writeLogs(ctx context.Context, lay meta.Layout, ino meta.Ino, log
 		// shards out anew in b.
 		whole := !ll.Mirror && erasure.ShardSize(lb.n, lay.K, unit) == unit
 		var short *logEntry
-		if !whole && f.c.logs.takes(lb.n) {
+		if !whole {
 			short = f.c.logs.copyOf(b, unit, lb.n)
 		}
 		rec, err := f.c.writeStripe(ctx, ll, ino, nos[i], 0, b, lb.n)
 		switch {
-		case short != nil && err == nil:
-			f.c.logs.put(ino, rec, short)
-		case short != nil:
+		case err != nil:
 			f.c.logs.release(short)
-		case whole && err == nil && f.c.logs.takes(lb.n):
+		case short != nil:
+			f.c.logs.put(ino, rec, short)
+		case whole:
 			f.c.logs.swap(ino, rec, b, lay.K, unit, lb.n)
 		}
 		return meta.StripeCommit{Rec: rec}, err
@@ -393,11 +393,11 @@ func (c *Client) readDeltas(ctx context.Context, lay meta.Layout, ino meta.Ino, 
 			}
 			buf := c.byteBufs.Get(to - from)
 			bufs[i] = buf
-			if c.logs.read(ino, r[0].d.LogRec, from, buf) {
-				// In the log cache.
-			} else if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
-				errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", r[0].d.Seq, rec.Stripe, r[0].d.Log, err)
-				return
+			if !c.logs.read(ino, r[0].d.LogRec, from, buf) {
+				if err := c.readRange(ctx, lay, ino, r[0].d.LogRec, from, buf, name); err != nil {
+					errs[i] = fmt.Errorf("delta %d of stripe %d (log stripe %#x): %w", r[0].d.Seq, rec.Stripe, r[0].d.Log, err)
+					return
+				}
 			}
 			for _, p := range r {
 				at := logAt(p) - from

@@ -1,15 +1,7 @@
 package client
 
 import (
-	"os"
-	"path"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"poolfs/internal/erasure"
 	"poolfs/internal/meta"
@@ -27,7 +19,7 @@ import (
 // and of the folds. The client that wrote a log stripe had its bytes;
 // the cache keeps a copy, newest in, oldest out, up to Options.LogCache
 // bytes per client, and a log stripe that the folds emptied leaves it at
-// once (File.forgetLogsLocked). The folds for the delta budget take the
+// once (foldState.gone). The folds for the delta budget take the
 // stripes of the oldest log stripes first, so a cache as large as the
 // log serves them all, and a smaller one the newest part of the log.
 //
@@ -43,76 +35,19 @@ import (
 // (fresh memory for each log stripe cost page faults worth more than a
 // copy), so bytes are copied out under the cache's lock (read), never
 // handed out.
+
 // DefaultLogCache returns Options.LogCache's default: an eighth of the
-// memory the process may use (the machine's, or its cgroup's limit if
-// that is lower: a container's), or 1 GiB where neither is known. A
-// file's delta log is at most about half its size, so this serves every
-// fold of a file up to twice that size; Lustre's client, for
+// memory the process may use (processMemory), or 1 GiB where that is
+// unknown. A file's delta log is at most about half its size, so this
+// serves every fold of a file up to twice that size; Lustre's client, for
 // comparison, caches up to half of memory by default. Memory is taken
 // only as log stripes are written, and given back as the folds empty
 // them.
 func DefaultLogCache() int64 {
-	var mem int64
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		mem = int64(si.Totalram) * int64(max(si.Unit, 1))
+	if mem := processMemory(); mem > 0 {
+		return mem / 8
 	}
-	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
-		if l := cgroupMemoryLimit(b, "/sys/fs/cgroup"); l > 0 && (mem <= 0 || l < mem) {
-			mem = l
-		}
-	}
-	if mem <= 0 {
-		return 1 << 30
-	}
-	return mem / 8
-}
-
-// cgroupMemoryLimit returns the lowest memory limit of the cgroups that
-// procCgroup (the contents of /proc/self/cgroup) names and of their
-// parents, under the cgroup file systems mounted at sysfs: memory.max of
-// the unified hierarchy (cgroup v2, at sysfs or sysfs/unified), or
-// memory.limit_in_bytes of the memory controller (v1). 0: no limit.
-func cgroupMemoryLimit(procCgroup []byte, sysfs string) int64 {
-	var lim int64
-	note := func(file string) {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil || v <= 0 || v >= 1<<62 { // "max", or v1's "no limit"
-			return
-		}
-		if lim == 0 || v < lim {
-			lim = v
-		}
-	}
-	for _, line := range strings.Split(string(procCgroup), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
-			continue
-		}
-		var roots []string
-		var name string
-		switch {
-		case f[0] == "0" && f[1] == "":
-			roots, name = []string{sysfs, filepath.Join(sysfs, "unified")}, "memory.max"
-		case slices.Contains(strings.Split(f[1], ","), "memory"):
-			roots, name = []string{filepath.Join(sysfs, "memory")}, "memory.limit_in_bytes"
-		default:
-			continue
-		}
-		for _, root := range roots {
-			for p := path.Clean(f[2]); ; p = path.Dir(p) {
-				note(filepath.Join(root, p, name))
-				if p == "/" {
-					break
-				}
-			}
-		}
-	}
-	return lim
+	return 1 << 30
 }
 
 type logCache struct {
@@ -167,7 +102,11 @@ func (lc *logCache) takes(n int) bool { return lc != nil && int64(n) <= lc.max }
 // b's first k fragment buffers and putting others of the same size in
 // their place: the bytes are not copied. b's buffers are not written
 // after writeStripe returns (the pool it comes from reuses it then).
+// Nothing happens if the cache does not take n bytes.
 func (lc *logCache) swap(ino meta.Ino, rec meta.StripeRec, b *stripeBuf, k, unit, n int) {
+	if !lc.takes(n) {
+		return
+	}
 	e := &logEntry{gen: rec.Gen, n: n, unit: unit}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
@@ -184,8 +123,12 @@ func (lc *logCache) swap(ino meta.Ino, rec meta.StripeRec, b *stripeBuf, k, unit
 
 // copyOf copies the first n bytes of the full-unit data shards of b
 // (unit bytes each) into an entry for put: for a log stripe whose shards
-// writeStripe lays out anew (a short or mirrored one).
+// writeStripe lays out anew (a short or mirrored one). nil: the cache
+// does not take n bytes.
 func (lc *logCache) copyOf(b *stripeBuf, unit, n int) *logEntry {
+	if !lc.takes(n) {
+		return nil
+	}
 	e := &logEntry{n: n, unit: unit}
 	size := len(b.frags[0])
 	lc.mu.Lock()
@@ -214,8 +157,11 @@ func (lc *logCache) put(ino meta.Ino, rec meta.StripeRec, e *logEntry) {
 	lc.putLocked(ino, rec.Stripe, e)
 }
 
-// release gives back the buffers of e (from copyOf), not kept.
+// release gives back the buffers of e (from copyOf; nil: none), not kept.
 func (lc *logCache) release(e *logEntry) {
+	if e == nil {
+		return
+	}
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	lc.recycleLocked(e)

@@ -29,19 +29,6 @@ func (r *run) checkFile(ctx context.Context, p string, ino meta.Ino) error {
 	if err != nil {
 		return err
 	}
-	// On a cluster in use, another client may truncate or write the file
-	// between the two reads: a truncate leaves the fragments of the
-	// stripes it cut (until the collector runs) and no records. What the
-	// file holds is judged by the smaller of the sizes read before and
-	// after its records.
-	switch a2, err := r.c.Store.Getattr(ctx, ino); {
-	case errors.Is(err, meta.ErrNotFound):
-		return nil // removed meanwhile
-	case err != nil:
-		return fmt.Errorf("fsck: %s: %w", p, err)
-	default:
-		a.Size, a.Stored = min(a.Size, a2.Size), min(a.Stored, a2.Stored)
-	}
 	have := map[uint64]meta.StripeRec{}
 	var sum uint64
 	for _, rec := range recs {
@@ -71,16 +58,24 @@ func (r *run) checkFile(ctx context.Context, p string, ino meta.Ino) error {
 			}
 		}
 	}
-	// Stripes with fragments on the drives but no (readable) record.
-	var lost []uint64
-	for s := range r.frags {
-		if s.ino == ino {
-			if _, ok := have[s.stripe]; !ok && s.stripe < a.Size/stripeBytes(a.Layout)+1 && s.stripe*stripeBytes(a.Layout) < a.Size {
-				lost = append(lost, s.stripe)
-			}
+	lost := r.lostStripes(ino, have, a)
+	if len(lost) > 0 || a.Stored > sum {
+		// On a cluster in use, another client may have truncated the
+		// file between the reads of its attributes and of its records:
+		// a truncate leaves the fragments of the stripes it cut (until
+		// the collector runs) and no records. Before reporting, the file
+		// is judged by the smaller of the sizes read before and after
+		// its records.
+		switch a2, err := r.c.Store.Getattr(ctx, ino); {
+		case errors.Is(err, meta.ErrNotFound):
+			return nil // removed meanwhile
+		case err != nil:
+			return fmt.Errorf("fsck: %s: %w", p, err)
+		default:
+			a.Size, a.Stored = min(a.Size, a2.Size), min(a.Stored, a2.Stored)
+			lost = r.lostStripes(ino, have, a)
 		}
 	}
-	slices.Sort(lost)
 	for _, s := range lost {
 		what := "no record"
 		if bad[s] != nil {
@@ -106,6 +101,22 @@ func (r *run) checkFile(ctx context.Context, p string, ino meta.Ino) error {
 			Detail: fmt.Sprintf("%d bytes stored, the stripe records hold %d", a.Stored, sum)})
 	}
 	return nil
+}
+
+// lostStripes returns, in order, the stripes of file ino (attributes a)
+// within its size that have fragments on the drives but no (readable)
+// record in have.
+func (r *run) lostStripes(ino meta.Ino, have map[uint64]meta.StripeRec, a meta.Attr) []uint64 {
+	var lost []uint64
+	for s := range r.frags {
+		if s.ino == ino {
+			if _, ok := have[s.stripe]; !ok && s.stripe < a.Size/stripeBytes(a.Layout)+1 && s.stripe*stripeBytes(a.Layout) < a.Size {
+				lost = append(lost, s.stripe)
+			}
+		}
+	}
+	slices.Sort(lost)
+	return lost
 }
 
 // records returns the file's decodable stripe records and, if some do not
