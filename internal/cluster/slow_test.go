@@ -59,8 +59,15 @@ func TestSlowDriveMarkedDownAndBack(t *testing.T) {
 		st, slow := state()
 		return st == clustermap.StateDown && slow != "" && len(eventsOf(t, conn, "drive.down")) > 0
 	})
-	if sl, dn := eventsOf(t, conn, "drive.slow"), eventsOf(t, conn, "drive.down"); len(sl) != 1 || len(dn) != 1 {
-		t.Fatalf("want one drive.slow and one drive.down event: %+v, %+v", sl, dn)
+	// The events of d03. (Under the CPU load of a whole test run, other
+	// drives of the same server have been marked down for a handshake
+	// that timed out while this ran, and came back: not this test's
+	// subject.)
+	d03Events := func(kind string) []meta.Event {
+		return slices.DeleteFunc(eventsOf(t, conn, kind), func(e meta.Event) bool { return e.Subject != "d03" })
+	}
+	if sl, dn := d03Events("drive.slow"), d03Events("drive.down"); len(sl) != 1 || len(dn) != 1 {
+		t.Fatalf("want one drive.slow and one drive.down event of d03: %+v, %+v", sl, dn)
 	}
 	// The client has not met an error since the drive went down: it learns
 	// of it from its map, and writes around it.
