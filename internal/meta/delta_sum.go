@@ -169,6 +169,71 @@ func (o *op) addExtents(ino Ino, ds []Delta, lens map[uint64]uint32, sums map[ui
 	return nil
 }
 
+// sumRunGap is how far apart two stripes of a deltaSumsOf call may lie to
+// be read in one scan of E records: what lies between costs at most that
+// many records read for nothing.
+const sumRunGap = 16
+
+// deltaSumsOf returns the summaries of the extents of stripes sts of ino
+// (< LogStripeBase; a stripe without extents has an empty one; sts is
+// sorted in place). Stripes at most sumRunGap apart are read in one scan
+// of their E records, where deltaSum would scan once a stripe: a
+// write-back of random 4 KiB writes commits extents to most stripes of a
+// file at once, and those scans were most of CommitDeltas' CPU. A stripe
+// without an E record is summed from its extents, if any (committed
+// before summaries were kept), as deltaSum does.
+func (o *op) deltaSumsOf(ino Ino, sts []uint64) (map[uint64]DeltaSummary, error) {
+	slices.Sort(sts)
+	sums := make(map[uint64]DeltaSummary, len(sts))
+	lens := map[uint64]uint32{}
+	for i := 0; i < len(sts); {
+		j := i + 1
+		for j < len(sts) && sts[j]-sts[j-1] <= sumRunGap {
+			j++
+		}
+		run := sts[i:j]
+		found := make(map[uint64]bool, len(run))
+		var derr error
+		err := o.tx.Scan(deltaSumKey(ino, run[0]), deltaSumKey(ino, run[len(run)-1]+1), 0, func(k, v []byte) bool {
+			if len(k) != 17 {
+				derr = fmt.Errorf("delta summary key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
+				return false
+			}
+			st := binary.BigEndian.Uint64(k[9:])
+			if _, want := slices.BinarySearch(run, st); !want {
+				return true
+			}
+			sum, err := decodeDeltaSum(ino, st, v)
+			if err != nil {
+				derr = err
+				return false
+			}
+			sums[st], found[st] = sum, true
+			return true
+		})
+		if err == nil {
+			err = derr
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range run {
+			if found[st] {
+				continue
+			}
+			ds, err := o.deltas(ino, st, st)
+			if err != nil {
+				return nil, err
+			}
+			if err := o.addExtents(ino, ds, lens, sums); err != nil {
+				return nil, err
+			}
+		}
+		i = j
+	}
+	return sums, nil
+}
+
 // deltaSum is deltaSums of one stripe (an empty summary if it has no
 // extents).
 func (o *op) deltaSum(ino Ino, st uint64) (DeltaSummary, error) {

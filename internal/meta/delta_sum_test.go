@@ -88,3 +88,68 @@ func TestDeltaSumOfOldExtents(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitDeltasOverScatteredStripes: CommitDeltas reads the summaries
+// of stripes near each other in one scan and of distant ones apart; every
+// stripe's extents get the sequence numbers after its own last one and its
+// summary stays equal to its extents, whether its neighbours have extents
+// or not, and for a stripe whose extents have no summary (committed before
+// summaries were kept).
+func TestCommitDeltasOverScatteredStripes(t *testing.T) {
+	e, s, f := oneFile(t)
+	ctx := context.Background()
+	const n = 130
+	for st := range uint64(n) {
+		if _, err := s.CommitStripes(ctx, f.Ino, []meta.StripeCommit{{Rec: sixDriveRec(st, 4<<20)}}, n*(4<<20), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := meta.LogStripeBase
+	commit := func(sts ...uint64) {
+		t.Helper()
+		log++
+		var ds []meta.Delta
+		for i, st := range sts {
+			ds = append(ds, meta.Delta{Stripe: st, BaseGen: 1, Off: uint32(10 * i), Len: 10, LogOff: uint32(10 * i)})
+		}
+		if _, err := s.CommitDeltas(ctx, f.Ino, []meta.LogCommit{{Rec: sixDriveRec(log, uint32(10*len(sts))), Deltas: ds}}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(0, 1, 2, 5, 40, 41, 100, 101)
+	commit(2, 41, 100)
+	// Stripe 41's extents lose their summary, as if committed before
+	// summaries were kept.
+	err := e.Update(ctx, func(tx meta.Tx) error {
+		return tx.Delete(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{'E'}, uint64(f.Ino)), 41))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(0, 1, 2, 3, 5, 20, 40, 41, 100, 129)
+	want := map[uint64]int{0: 2, 1: 2, 2: 3, 3: 1, 5: 2, 20: 1, 40: 2, 41: 3, 100: 3, 101: 1, 129: 1}
+	recs, err := s.Stripes(ctx, f.Ino, 0, n-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads, err := s.StripeHeads(ctx, f.Ino, 0, n-1)
+	if err != nil || len(heads) != len(recs) {
+		t.Fatalf("%d heads of %d records: %v", len(heads), len(recs), err)
+	}
+	for i, r := range recs {
+		if len(r.Deltas) != want[r.Stripe] {
+			t.Errorf("stripe %d has %d extents, want %d", r.Stripe, len(r.Deltas), want[r.Stripe])
+		}
+		for j, d := range r.Deltas {
+			if d.Seq != uint64(j+1) {
+				t.Errorf("stripe %d extent %d has sequence number %d, want %d", r.Stripe, j, d.Seq, j+1)
+			}
+		}
+		if got, sum := heads[i].DeltaSum(), r.DeltaSum(); !reflect.DeepEqual(got, sum) {
+			t.Errorf("stripe %d summary %+v, its extents make %+v", r.Stripe, got, sum)
+		}
+	}
+	if probs, err := s.CheckNamespace(ctx, false); err != nil || len(probs) != 0 {
+		t.Fatalf("fsck: %v, %v", probs, err)
+	}
+}

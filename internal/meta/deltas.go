@@ -129,12 +129,13 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 		if conflicts != nil {
 			return newConflict(ino, conflicts)
 		}
-		sums := map[uint64]*DeltaSummary{}
+		read, err := o.deltaSumsOf(ino, slices.Collect(maps.Keys(bases)))
+		if err != nil {
+			return err
+		}
+		sums := make(map[uint64]*DeltaSummary, len(bases))
 		for st := range bases {
-			sum, err := o.deltaSum(ino, st)
-			if err != nil {
-				return err
-			}
+			sum := read[st]
 			sums[st] = &sum
 		}
 		u := o.usage(ino, logs[0].Rec.Stripe)
