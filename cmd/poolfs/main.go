@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -39,6 +41,9 @@ func main() {
 type globals struct {
 	dir        string
 	cpuprofile string
+	// blockprofile and mutexprofile: where the command's goroutines
+	// waited (blocked on channels, locks, selects; contended mutexes).
+	blockprofile, mutexprofile string
 }
 
 func newRoot() *cobra.Command {
@@ -58,8 +63,18 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.dir, "cluster", "c", def, "cluster `DIR` written by poolfs up (env POOLFS_DIR)")
 	root.PersistentFlags().StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this command to the file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentFlags().StringVar(&g.blockprofile, "blockprofile", "", "write a profile of where this command's goroutines blocked to the file")
+	_ = root.PersistentFlags().MarkHidden("blockprofile")
+	root.PersistentFlags().StringVar(&g.mutexprofile, "mutexprofile", "", "write a profile of this command's contended mutexes to the file")
+	_ = root.PersistentFlags().MarkHidden("mutexprofile")
 	var prof *os.File
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if g.blockprofile != "" {
+			runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+		}
+		if g.mutexprofile != "" {
+			runtime.SetMutexProfileFraction(10)
+		}
 		if g.cpuprofile == "" {
 			return nil
 		}
@@ -73,6 +88,15 @@ func newRoot() *cobra.Command {
 		if prof != nil {
 			pprof.StopCPUProfile()
 			prof.Close()
+		}
+		for name, path := range map[string]string{"block": g.blockprofile, "mutex": g.mutexprofile} {
+			if path == "" {
+				continue
+			}
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup(name).WriteTo(f, 0)
+				f.Close()
+			}
 		}
 	}
 	root.AddCommand(upCmd(g))

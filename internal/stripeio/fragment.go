@@ -142,13 +142,21 @@ func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc, f
 	var first erasure.Header // a mirror's first fragment, once sealed
 	for j, t := range targets {
 		frag := frags[j][:st.FragmentSize()]
+		sealed := true
 		switch {
 		case st.K == 1 && first.CRCs != nil:
 			erasure.SealCopy(frag, st.Header(t.Index), first)
 		case st.K == 1:
 			first = erasure.SealFragment(frag, st.Header(t.Index))
-		default:
+		case len(frag) <= inlineWrite:
 			erasure.SealFragment(frag, st.Header(t.Index))
+		default:
+			// A large fragment is sealed on its writer's goroutine, in
+			// parallel with the others, and its drive then checksums
+			// it again (chunkstore) while its bytes are still in that
+			// core's cache: sealed here, one after another, each was
+			// out of the cache again by then.
+			sealed = false
 		}
 		if local && len(frag) <= inlineWrite {
 			d, ok := resolve(j)
@@ -171,6 +179,9 @@ func WriteFragments(ctx context.Context, at Drives, st *Stripe, targets []Loc, f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if !sealed {
+				erasure.SealFragment(frag, st.Header(t.Index))
+			}
 			if d, ok := resolve(j); ok {
 				write(j, d, frag)
 			}
