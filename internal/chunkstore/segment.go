@@ -36,6 +36,7 @@ type segment struct {
 		tail     int64    // next record offset (active segments)
 		limit    int64    // reservations end here (active segments)
 		alloc    int64    // preallocated up to here (active segments)
+		growing  bool     // a preallocation is running (preallocate)
 		inflight int      // reserved records not yet written and synced
 		retired  bool     // takes no more reservations
 		sealing  bool     // a seal is scheduled or running
@@ -118,7 +119,7 @@ func openSegFile(path string, flags int, direct bool) (fd int, usedDirect bool, 
 // header and directory entry) before it takes any record. Its first
 // step bytes (preallocStep) are preallocated; preallocate extends that as
 // records are placed.
-func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
+func (d *segmentDrive) createSegment(id uint64, size int64, prealloc bool) (*segment, error) {
 	s := &segment{id: id, path: d.segPath(id), fd: -1}
 	if _, err := rand.Read(s.salt[:]); err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (d *segmentDrive) createSegment(id uint64, size int64) (*segment, error) {
 		return nil, err
 	}
 	alloc := int64(0)
-	if d.prealloc {
+	if prealloc {
 		alloc = min(size, d.preallocStep())
 		if err := unix.Fallocate(fd, 0, 0, alloc); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 			return fail(err)
@@ -175,8 +176,12 @@ func (d *segmentDrive) preallocStep() int64 {
 }
 
 // preallocate extends the preallocated extent of active segment s to
-// cover its bytes up to end, a step at a time. It is called under the
-// segment's slot lock (place), so extensions of one segment do not race.
+// cover its bytes up to end, a step at a time. The caller holds a
+// reservation of s (so it is not sealed meanwhile) but not its slot lock:
+// a fallocate waits on the host file system's journal, and writers of the
+// slot waited behind it (random writes, 12 drives on one disk: most of
+// the time writers waited for a lock). One extension runs at a time; a
+// call that finds one running returns.
 // Best effort: a write past the preallocated extent allocates its own
 // blocks, or fails with ENOSPC by itself.
 func (d *segmentDrive) preallocate(s *segment, end int64) {
@@ -185,15 +190,20 @@ func (d *segmentDrive) preallocate(s *segment, end int64) {
 	}
 	s.mu.Lock()
 	from, limit := s.mu.alloc, s.mu.limit
+	if end <= from || s.mu.growing {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.growing = true
 	s.mu.Unlock()
-	if end <= from {
-		return
-	}
 	to := min(max(end, from+d.preallocStep()), max(limit, end))
-	if err := unix.Fallocate(s.fd, 0, from, to-from); err != nil {
+	err := unix.Fallocate(s.fd, 0, from, to-from)
+	s.mu.Lock()
+	s.mu.growing = false
+	if err != nil {
+		s.mu.Unlock()
 		return
 	}
-	s.mu.Lock()
 	s.mu.alloc = max(s.mu.alloc, to)
 	s.mu.Unlock()
 }
@@ -260,3 +270,49 @@ func (g *syncGroup) commit(sync func() error) error {
 }
 
 func newCond(l sync.Locker) *sync.Cond { return sync.NewCond(l) }
+
+// spareSegment is a segment made ahead of need: an active segment that
+// fills up is replaced by it at once, where creating one (a file, its
+// header, two fsyncs) held its slot's writers for that long. It is
+// created without preallocation (preallocate extends it once it takes
+// records), so it costs a drive only its header.
+type spareSegment struct {
+	mu     sync.Mutex
+	seg    *segment
+	making bool
+}
+
+// take returns the spare segment, if there is one, and leaves none.
+func (sp *spareSegment) take() *segment {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	s := sp.seg
+	sp.seg = nil
+	return s
+}
+
+// makeSpare creates a spare segment in the background unless there is
+// one or one is being made. Best effort: without one, the next segment
+// is created when needed, and reports its own error. The caller is
+// within a drive call (Close waits for d.bg after those).
+func (d *segmentDrive) makeSpare() {
+	sp := &d.spare
+	sp.mu.Lock()
+	if sp.seg != nil || sp.making {
+		sp.mu.Unlock()
+		return
+	}
+	sp.making = true
+	sp.mu.Unlock()
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		s, err := d.createSegment(d.nextID.Add(1), d.segSize, false)
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		sp.making = false
+		if err == nil {
+			sp.seg = s
+		}
+	}()
+}

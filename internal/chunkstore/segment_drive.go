@@ -54,16 +54,20 @@ type segmentDrive struct {
 	ops      sync.RWMutex
 	bg       sync.WaitGroup // seals and removals in flight
 	keyLocks [256]sync.RWMutex
-	slots    [activeSegments]struct {
-		sync.Mutex
-		seg *segment // guarded by the slot's mutex
-	}
+	slots    [activeSegments]activeSlot
+	spare    spareSegment
 
 	mu struct {
 		sync.RWMutex
 		index map[erasure.FragmentKey]loc
 		segs  map[uint64]*segment // open segment files
 	}
+}
+
+// activeSlot holds one of the drive's active segments.
+type activeSlot struct {
+	sync.Mutex
+	seg *segment // guarded by the slot's mutex
 }
 
 // loc is where a live fragment is.
@@ -257,29 +261,45 @@ func (d *segmentDrive) place(r *record, cached bool) (*segment, error) {
 			return s, nil
 		}
 	}
+	s, err := d.reserveIn(slot, r, n)
+	if err != nil {
+		return nil, err
+	}
+	d.preallocate(s, r.off+n)
+	return s, nil
+}
+
+// reserveIn reserves n bytes for r in the active segment of slot, or in a
+// new one if it is full.
+func (d *segmentDrive) reserveIn(slot *activeSlot, r *record, n int64) (*segment, error) {
 	slot.Lock()
 	defer slot.Unlock()
 	if s := slot.seg; s != nil {
 		if off, ok := s.reserve(n); ok {
 			r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
-			d.preallocate(s, off+n)
 			return s, nil
 		}
 		d.retire(s)
 		slot.seg = nil
 	}
 	size := max(d.segSize, Align+n)
-	s, err := d.createSegment(d.nextID.Add(1), size)
-	if err != nil {
-		return nil, err
+	var s *segment
+	if size == d.segSize {
+		s = d.spare.take()
 	}
+	if s == nil {
+		var err error
+		if s, err = d.createSegment(d.nextID.Add(1), size, d.prealloc); err != nil {
+			return nil, err
+		}
+	}
+	d.makeSpare()
 	d.mu.Lock()
 	d.mu.segs[s.id] = s
 	d.mu.Unlock()
 	slot.seg = s
 	off, _ := s.reserve(n)
 	r.off, r.seg, r.seq = off, s.id, d.seq.Add(1)
-	d.preallocate(s, off+n)
 	return s, nil
 }
 
@@ -332,12 +352,12 @@ func (d *segmentDrive) writeRecord(s *segment, r *record, frag []byte, cached bo
 func (d *segmentDrive) insert(s *segment, r record, cached bool) {
 	kl := d.keyLock(r.key)
 	kl.Lock()
-	defer kl.Unlock()
 	l := loc{seg: s, off: r.off, length: r.length, seq: r.seq, mtime: r.mtime, cached: cached}
 	d.mu.Lock()
 	old, had := d.mu.index[r.key]
 	if had && old.seq > r.seq { // a concurrent write of the same key won
 		d.mu.Unlock()
+		kl.Unlock()
 		d.used.Add(-r.length)
 		s.mu.Lock()
 		s.mu.live++ // drop decrements
@@ -351,6 +371,7 @@ func (d *segmentDrive) insert(s *segment, r record, cached bool) {
 	s.mu.live++
 	s.mu.recs = append(s.mu.recs, r)
 	s.mu.Unlock()
+	kl.Unlock() // the replaced record is punched without it, as in DeleteFragment
 	if had {
 		d.used.Add(-old.length)
 		d.drop(old)
@@ -488,13 +509,20 @@ func (d *segmentDrive) DeleteFragment(ctx context.Context, key erasure.FragmentK
 		return opError(d.dir, "delete", key, err)
 	}
 	defer d.ops.RUnlock()
+	// The key's lock is held while the index changes, not while the
+	// record is punched out (a punch waits on the host file system, tens
+	// of milliseconds when it discards the blocks at once): no call finds
+	// the record once it has left the index, and the calls on the other
+	// keys of the lock's bucket waited behind the punch. A write of the
+	// same key meanwhile goes elsewhere with a higher sequence number,
+	// which wins at the next open should the punch not happen.
 	kl := d.keyLock(key)
 	kl.Lock()
-	defer kl.Unlock()
 	d.mu.Lock()
 	l, ok := d.mu.index[key]
 	delete(d.mu.index, key)
 	d.mu.Unlock()
+	kl.Unlock()
 	if !ok {
 		return nil
 	}
@@ -549,6 +577,14 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 		}
 	}
 	d.mu.RUnlock()
+	d.spare.mu.Lock()
+	if s := d.spare.seg; s != nil {
+		var st unix.Stat_t
+		if unix.Fstat(s.fd, &st) == nil {
+			u.Allocated += st.Blocks * 512
+		}
+	}
+	d.spare.mu.Unlock()
 	return u, nil
 }
 
@@ -643,6 +679,11 @@ func (d *segmentDrive) Close() error {
 		slot.Unlock()
 	}
 	d.bg.Wait()
+	if s := d.spare.take(); s != nil {
+		// Empty: an open would remove it anyway.
+		unix.Unlink(s.path)
+		s.closeFiles()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, s := range d.mu.segs {
