@@ -196,7 +196,19 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	tooSlow := s.probeLatency(ctx, id, lat, perr)
 	_, slow := s.slow.Desc(id)
 	p := detect.Probe{State: d.State, Err: perr, TooSlow: tooSlow, Slow: slow, InProcess: s.inProcessDrive(m, id)}
-	switch detect.Judge(p, func() bool { return s.serverHung(ctx, m, id) }) {
+	act := detect.Judge(p, func() bool { return s.serverHung(ctx, m, id) })
+	if act == detect.DeadServer || act == detect.MarkDown {
+		// One refused or dropped connection is not yet a dead server:
+		// a server whose CPUs are starved drops a handshake that its
+		// timer cuts short, and then all its drives went down and came
+		// back (under the load of a whole test run). Ask once more.
+		again := s.probeAgain(ctx, m, id)
+		if !detect.Unreachable(again) {
+			return
+		}
+		perr = again
+	}
+	switch act {
 	case detect.HungServer:
 		// The probe timed out and the server does not answer a call that
 		// needs no drive: it hangs, and so do all its drives (servers.go).
@@ -218,6 +230,22 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 	if err != nil {
 		s.log.Warn("drive state", "drive", id.String(), "err", err)
 	}
+}
+
+// confirmPause is how long checkDrive waits before it probes again a
+// drive that did not answer.
+const confirmPause = 200 * time.Millisecond
+
+// probeAgain probes drive id again after confirmPause and returns the
+// probe's error (ctx's if it ends first).
+func (s *Service) probeAgain(ctx context.Context, m *clustermap.Map, id placement.DriveID) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(confirmPause):
+	}
+	_, err := s.probe(ctx, m, id)
+	return err
 }
 
 // Stopping tells the service that its process is shutting down: from

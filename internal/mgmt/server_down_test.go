@@ -3,6 +3,7 @@ package mgmt
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"poolfs/internal/chunkstore"
@@ -103,5 +104,74 @@ func TestStoppingChangesNoDriveState(t *testing.T) {
 		if d, _ := m.Drive(2); (d.State == clustermap.StateDown) == stopping {
 			t.Fatalf("stopping %v: drive d02 %s", stopping, d.State)
 		}
+	}
+}
+
+// flakyDrives hands out the drives of inner, but the first fails probes
+// of drive flaky are refused (rpc.ErrUnavailable), as a server starved of
+// CPU drops a handshake its timer cut short.
+type flakyDrives struct {
+	inner client.Drives
+	flaky placement.DriveID
+	fails *atomic.Int32
+}
+
+type flakyDrive struct {
+	chunkstore.Drive
+	fails *atomic.Int32
+}
+
+func (d flakyDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
+	if d.fails.Add(-1) >= 0 {
+		return chunkstore.Usage{}, fmt.Errorf("handshake: connection reset by peer: %w", rpc.ErrUnavailable)
+	}
+	return d.Drive.Stat(ctx)
+}
+
+func (r flakyDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+	d, err := r.inner.Drive(m, id)
+	if err == nil && id == r.flaky {
+		return flakyDrive{d, r.fails}, nil
+	}
+	return d, err
+}
+
+// TestOneRefusedProbeChangesNothing: a drive whose probe is refused once
+// and answers when asked again stays up, and so do its server's other
+// drives; one refused twice goes down with them.
+func TestOneRefusedProbeChangesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		fails    int32
+		wantDown int
+	}{{1, 0}, {2, 4}} {
+		t.Run(fmt.Sprintf("refused %d times", tc.fails), func(t *testing.T) {
+			ctx := context.Background()
+			s, drives := newTestService(t, 4)
+			fails := &atomic.Int32{}
+			fails.Store(tc.fails)
+			s.drives = flakyDrives{inner: drives, flaky: 2, fails: fails}
+			if _, err := s.Update(ctx, func(m *clustermap.Map) error {
+				for i := range m.Drives {
+					m.Drives[i].Server = "s0"
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			s.CheckDrives(ctx)
+			m, err := s.Map(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			down := 0
+			for _, d := range m.Drives {
+				if d.State == clustermap.StateDown {
+					down++
+				}
+			}
+			if down != tc.wantDown {
+				t.Fatalf("%d drives down, want %d", down, tc.wantDown)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package detect
 import (
 	"context"
 	"errors"
+	"os"
 
 	"poolfs/internal/chunkstore"
 	"poolfs/internal/clustermap"
@@ -53,19 +54,24 @@ func Unreachable(err error) bool {
 // the server is this process's: then the drive alone); an up drive that
 // does not answer; a drive that answers with I/O errors, whatever its
 // state. A probe that timed out alone changes nothing: a server busy with
-// a rebuild may answer slowly.
+// a rebuild may answer slowly; nor does a connection whose handshake
+// timed out.
 func Judge(p Probe, hung func() bool) Action {
 	up, down := p.State == clustermap.StateUp, p.State == clustermap.StateDown
+	// A connection whose handshake timed out (the transport's own
+	// deadline, not the probe's) is a probe that timed out too: the
+	// server may be busy, not gone.
+	timedOut := errors.Is(p.Err, context.DeadlineExceeded) || errors.Is(p.Err, os.ErrDeadlineExceeded)
 	switch {
-	case up && errors.Is(p.Err, context.DeadlineExceeded) && hung():
+	case up && timedOut && hung():
 		return HungServer
 	case p.TooSlow && up:
 		return SlowDown
 	case p.Err == nil && down && !p.Slow:
 		return MarkUp
-	case p.Err != nil && up && errors.Is(p.Err, rpc.ErrUnavailable) && !p.InProcess:
+	case p.Err != nil && up && !timedOut && errors.Is(p.Err, rpc.ErrUnavailable) && !p.InProcess:
 		return DeadServer
-	case p.Err != nil && up && Unreachable(p.Err):
+	case p.Err != nil && up && !timedOut && Unreachable(p.Err):
 		return MarkDown
 	case errors.Is(p.Err, chunkstore.ErrFailed):
 		return MarkFailed

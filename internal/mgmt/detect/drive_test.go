@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"testing"
 
 	"poolfs/internal/chunkstore"
@@ -18,6 +20,7 @@ func TestJudge(t *testing.T) {
 	up, down, failed := clustermap.StateUp, clustermap.StateDown, clustermap.StateFailed
 	timeout := fmt.Errorf("stat: %w", context.DeadlineExceeded)
 	gone := fmt.Errorf("dial: %w", rpc.ErrUnavailable)
+	handshake := fmt.Errorf("%w: handshake: %w", rpc.ErrUnavailable, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded})
 	offline := fmt.Errorf("drive: %w", chunkstore.ErrOffline)
 	ioErr := fmt.Errorf("read: %w", chunkstore.ErrFailed)
 	cases := []struct {
@@ -38,6 +41,9 @@ func TestJudge(t *testing.T) {
 		{"down answers", Probe{State: down}, false, MarkUp, false},
 		{"down answers, still slow", Probe{State: down, Slow: true}, false, Keep, false},
 		{"up, server gone", Probe{State: up, Err: gone}, false, DeadServer, false},
+		{"up, handshake timed out, server answers", Probe{State: up, Err: handshake}, false, Keep, true},
+		{"up, handshake timed out, server hangs", Probe{State: up, Err: handshake}, true, HungServer, true},
+		{"up, in-process server's handshake timed out", Probe{State: up, Err: handshake, InProcess: true}, false, Keep, true},
 		{"up, in-process server gone: the drive alone", Probe{State: up, Err: gone, InProcess: true}, false, MarkDown, false},
 		{"up, drive offline", Probe{State: up, Err: offline}, false, MarkDown, false},
 		{"down, server gone", Probe{State: down, Err: gone}, false, Keep, false},
