@@ -145,12 +145,38 @@ func TestSpareSegment(t *testing.T) {
 	if _, err := os.Stat(last); !os.IsNotExist(err) {
 		t.Fatalf("spare %s after Close: %v", last, err)
 	}
+	check := func(d *LocalDrive, what string) {
+		t.Helper()
+		for i, b := range want {
+			got, err := d.ReadFragment(ctx, key(i), 0, int64(len(b)), nil)
+			if err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("fragment %d %s: %v", i, what, err)
+			}
+		}
+	}
+	d = openTest(t, dir, Options{Format: FormatSegments, DirectIO: true, SegmentSize: 1 << 20})
+	check(d, "after reopen")
+	// A crash leaves the spare behind, empty: the next open removes it.
+	for i := 40; i < 50; i++ {
+		b := pattern(128<<10, uint64(i))
+		if err := d.WriteFragment(ctx, key(i), b); err != nil {
+			t.Fatal(err)
+		}
+		want[i] = b
+	}
+	sd = d.impl.(*segmentDrive)
+	waitSpare(t, sd)
+	sd.spare.mu.Lock()
+	last = sd.spare.seg.path
+	sd.spare.mu.Unlock()
+	crash(t, d)
+	if _, err := os.Stat(last); err != nil {
+		t.Fatalf("spare %s after a crash: %v", last, err)
+	}
 	d = openTest(t, dir, Options{Format: FormatSegments, DirectIO: true, SegmentSize: 1 << 20})
 	defer d.Close()
-	for i, b := range want {
-		got, err := d.ReadFragment(ctx, key(i), 0, int64(len(b)), nil)
-		if err != nil || !bytes.Equal(got, b) {
-			t.Fatalf("fragment %d after reopen: %v", i, err)
-		}
+	check(d, "after a crash")
+	if _, err := os.Stat(last); !os.IsNotExist(err) {
+		t.Fatalf("the spare left by a crash, after the next open: %v", err)
 	}
 }

@@ -26,6 +26,9 @@ func crash(t testing.TB, d *LocalDrive) {
 			seg.closeFiles()
 		}
 		s.mu.segs = nil
+		if seg := s.spare.take(); seg != nil {
+			seg.closeFiles() // the file stays, as a killed process leaves it
+		}
 		s.ops.Unlock()
 	} else {
 		d.impl.Close()
