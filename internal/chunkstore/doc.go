@@ -91,13 +91,14 @@
 // fit is retired: once its last writer finishes, it is sealed (an index of
 // its live records and a trailer block written after the last record, the
 // preallocated rest truncated, fdatasync) and a fresh segment takes its
-// place: the drive's spare, made in the background beforehand (file,
-// header, fsync of both, no preallocation until it takes records), so the
-// writers of the slot do not wait for a segment to be created. Slow host
+// place: one of the drive's spares, made in the background beforehand (up
+// to one a slot; file, header, fsync of both, no preallocation until it
+// takes records), so the writers of the slot do not wait for a segment to
+// be created. Slow host
 // calls run outside the locks other writers take: a preallocation step
 // outside the slot's lock, the punch of a deleted or replaced record
 // outside its key's lock. Close seals the active segments and removes the
-// spare, so a clean Open reads one index
+// spares, so a clean Open reads one index
 // per segment, several times faster than the files format's directory
 // scan (BenchmarkOpen measures both).
 //
@@ -129,7 +130,7 @@
 // record counts only if its header CRC and its data CRC check, so a torn
 // or uncommitted write, at the tail or between committed records (writers
 // finish out of order), is never visible. Open then seals what it scanned.
-// At most the four active segments (and the spare, empty) are unsealed after a crash, so the scan
+// At most the four active segments (and the spares, empty) are unsealed after a crash, so the scan
 // reads at most about 1 GiB per drive.
 // For a key found twice the higher sequence number wins. A segment whose
 // header block is damaged is logged and ignored, never deleted; one whose

@@ -271,34 +271,45 @@ func (g *syncGroup) commit(sync func() error) error {
 
 func newCond(l sync.Locker) *sync.Cond { return sync.NewCond(l) }
 
-// spareSegment is a segment made ahead of need: an active segment that
-// fills up is replaced by it at once, where creating one (a file, its
-// header, two fsyncs) held its slot's writers for that long. It is
-// created without preallocation (preallocate extends it once it takes
-// records), so it costs a drive only its header.
-type spareSegment struct {
+// spareSegments are segments made ahead of need: an active segment that
+// fills up is replaced by one at once, where creating one (a file, its
+// header, two fsyncs) held its slot's writers for that long. There are up
+// to one a slot (under random writes the slots fill at about the same
+// time). They are created without preallocation (preallocate extends a
+// segment once it takes records), so each costs a drive only its header.
+type spareSegments struct {
 	mu     sync.Mutex
-	seg    *segment
+	segs   []*segment
 	making bool
 }
 
-// take returns the spare segment, if there is one, and leaves none.
-func (sp *spareSegment) take() *segment {
+// take returns a spare segment, or nil if there is none.
+func (sp *spareSegments) take() *segment {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	s := sp.seg
-	sp.seg = nil
+	if len(sp.segs) == 0 {
+		return nil
+	}
+	s := sp.segs[len(sp.segs)-1]
+	sp.segs = sp.segs[:len(sp.segs)-1]
 	return s
 }
 
-// makeSpare creates a spare segment in the background unless there is
-// one or one is being made. Best effort: without one, the next segment
-// is created when needed, and reports its own error. The caller is
-// within a drive call (Close waits for d.bg after those).
-func (d *segmentDrive) makeSpare() {
+// count returns how many spare segments there are.
+func (sp *spareSegments) count() int {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return len(sp.segs)
+}
+
+// makeSpares creates spare segments in the background, up to one a slot,
+// unless that is being done. Best effort: without a spare, the next
+// segment is created when needed, and reports its own error. The caller
+// is within a drive call (Close waits for d.bg after those).
+func (d *segmentDrive) makeSpares() {
 	sp := &d.spare
 	sp.mu.Lock()
-	if sp.seg != nil || sp.making {
+	if len(sp.segs) >= activeSegments || sp.making {
 		sp.mu.Unlock()
 		return
 	}
@@ -307,12 +318,22 @@ func (d *segmentDrive) makeSpare() {
 	d.bg.Add(1)
 	go func() {
 		defer d.bg.Done()
-		s, err := d.createSegment(d.nextID.Add(1), d.segSize, false)
-		sp.mu.Lock()
-		defer sp.mu.Unlock()
-		sp.making = false
-		if err == nil {
-			sp.seg = s
+		for {
+			var s *segment
+			err := errors.New("closed")
+			if !d.closed.Load() {
+				s, err = d.createSegment(d.nextID.Add(1), d.segSize, false)
+			}
+			sp.mu.Lock()
+			if err == nil {
+				sp.segs = append(sp.segs, s)
+			}
+			if err != nil || len(sp.segs) >= activeSegments {
+				sp.making = false
+				sp.mu.Unlock()
+				return
+			}
+			sp.mu.Unlock()
 		}
 	}()
 }

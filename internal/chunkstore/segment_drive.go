@@ -55,7 +55,7 @@ type segmentDrive struct {
 	bg       sync.WaitGroup // seals and removals in flight
 	keyLocks [256]sync.RWMutex
 	slots    [activeSegments]activeSlot
-	spare    spareSegment
+	spare    spareSegments
 
 	mu struct {
 		sync.RWMutex
@@ -293,7 +293,7 @@ func (d *segmentDrive) reserveIn(slot *activeSlot, r *record, n int64) (*segment
 			return nil, err
 		}
 	}
-	d.makeSpare()
+	d.makeSpares()
 	d.mu.Lock()
 	d.mu.segs[s.id] = s
 	d.mu.Unlock()
@@ -578,7 +578,7 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 	}
 	d.mu.RUnlock()
 	d.spare.mu.Lock()
-	if s := d.spare.seg; s != nil {
+	for _, s := range d.spare.segs {
 		var st unix.Stat_t
 		if unix.Fstat(s.fd, &st) == nil {
 			u.Allocated += st.Blocks * 512
@@ -679,7 +679,7 @@ func (d *segmentDrive) Close() error {
 		slot.Unlock()
 	}
 	d.bg.Wait()
-	if s := d.spare.take(); s != nil {
+	for s := d.spare.take(); s != nil; s = d.spare.take() {
 		// Empty: an open would remove it anyway.
 		unix.Unlink(s.path)
 		s.closeFiles()

@@ -28,20 +28,25 @@ func onDisk(t *testing.T, dir string) int64 {
 	return n
 }
 
-// waitSpare waits until d has made its spare segment (in the background,
-// once a segment was created).
-func waitSpare(t *testing.T, d *segmentDrive) {
+// waitSpares waits until d has made its spare segments, one a slot (in
+// the background, once a segment was created), and returns their paths.
+func waitSpares(t *testing.T, d *segmentDrive) map[string]bool {
 	t.Helper()
 	for range 500 {
 		d.spare.mu.Lock()
-		ok := d.spare.seg != nil
+		paths := map[string]bool{}
+		for _, s := range d.spare.segs {
+			paths[s.path] = true
+		}
+		making := d.spare.making
 		d.spare.mu.Unlock()
-		if ok {
-			return
+		if len(paths) == activeSegments && !making {
+			return paths
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("no spare segment after 5 s")
+	t.Fatal("no spare segments after 5 s")
+	return nil
 }
 
 // TestSegmentsSpaceFollowsFragments: with the default segment size
@@ -62,16 +67,16 @@ func TestSegmentsSpaceFollowsFragments(t *testing.T) {
 		}
 		stored += int64(len(b))
 	}
-	waitSpare(t, d.impl.(*segmentDrive))
-	if segs := segmentFiles(t, dir); len(segs) != activeSegments+1 {
-		t.Fatalf("%d segment files, want %d (every slot used, and the spare)", len(segs), activeSegments+1)
+	waitSpares(t, d.impl.(*segmentDrive))
+	if segs := segmentFiles(t, dir); len(segs) != 2*activeSegments {
+		t.Fatalf("%d segment files, want %d (every slot used, and a spare a slot)", len(segs), 2*activeSegments)
 	}
 	step := d.impl.(*segmentDrive).preallocStep()
 	if step != 4<<20 {
 		t.Fatalf("preallocation step %d for 256 MiB segments, want 4 MiB", step)
 	}
-	// The spare takes its header only.
-	limit := stored + activeSegments*(step+Align) + n*Align + Align
+	// A spare takes its header only.
+	limit := stored + activeSegments*(step+Align) + n*Align + activeSegments*Align
 	if got := onDisk(t, dir); got > limit {
 		t.Fatalf("%d fragments of 64 KiB take %d MiB on disk, want at most %d MiB", n, got>>20, limit>>20)
 	}
@@ -92,7 +97,7 @@ func TestSegmentsSpaceFollowsFragments(t *testing.T) {
 	}
 	// Active segments stay, their deleted records punched out: what is
 	// left is their header and preallocation.
-	if got := onDisk(t, dir); got > activeSegments*(step+Align)+2*Align {
+	if got := onDisk(t, dir); got > activeSegments*(step+Align)+(activeSegments+1)*Align {
 		t.Fatalf("a drive with no fragment takes %d MiB on disk", got>>20)
 	}
 	// Writing again reuses the space freed (nothing grows without bound).
@@ -106,44 +111,29 @@ func TestSegmentsSpaceFollowsFragments(t *testing.T) {
 	}
 }
 
-// TestSpareSegment: a drive makes a segment ahead of need; a full active
-// segment is replaced by it (no new file on the writer's path), Close
-// removes the spare left, and the drive opens again with every fragment.
+// TestSpareSegment: a drive makes segments ahead of need; a full active
+// segment is replaced by one of them (no new file on the writer's path),
+// Close removes the spares left, a crash leaves them and the next open
+// removes them, and every fragment reads back after each.
 func TestSpareSegment(t *testing.T) {
 	dir := t.TempDir()
-	d := openTest(t, dir, Options{Format: FormatSegments, DirectIO: true, SegmentSize: 1 << 20})
-	sd := d.impl.(*segmentDrive)
+	opts := Options{Format: FormatSegments, DirectIO: true, SegmentSize: 1 << 20}
+	d := openTest(t, dir, opts)
 	want := map[int][]byte{}
-	var spares []string
-	for i := range 40 { // 40 × 128 KiB over 4 slots of 1 MiB segments: every slot fills
-		b := pattern(128<<10, uint64(i))
-		if err := d.WriteFragment(ctx, key(i), b); err != nil {
-			t.Fatal(err)
-		}
-		want[i] = b
-		waitSpare(t, sd)
-		sd.spare.mu.Lock()
-		spares = append(spares, sd.spare.seg.path)
-		sd.spare.mu.Unlock()
-	}
-	used := 0
-	for i, p := range spares {
-		if i > 0 && p != spares[i-1] {
-			used++
-			if _, err := os.Stat(spares[i-1]); err != nil {
-				t.Fatalf("spare %s taken, then gone: %v", spares[i-1], err)
+	write := func(d *LocalDrive, from, to int) map[string]bool {
+		t.Helper()
+		seen := map[string]bool{}
+		for i := from; i < to; i++ { // 128 KiB each over 4 slots of 1 MiB segments: every slot fills
+			b := pattern(128<<10, uint64(i))
+			if err := d.WriteFragment(ctx, key(i), b); err != nil {
+				t.Fatal(err)
+			}
+			want[i] = b
+			for p := range waitSpares(t, d.impl.(*segmentDrive)) {
+				seen[p] = true
 			}
 		}
-	}
-	if used == 0 {
-		t.Fatal("no spare segment was taken into use")
-	}
-	last := spares[len(spares)-1]
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(last); !os.IsNotExist(err) {
-		t.Fatalf("spare %s after Close: %v", last, err)
+		return seen
 	}
 	check := func(d *LocalDrive, what string) {
 		t.Helper()
@@ -154,29 +144,44 @@ func TestSpareSegment(t *testing.T) {
 			}
 		}
 	}
-	d = openTest(t, dir, Options{Format: FormatSegments, DirectIO: true, SegmentSize: 1 << 20})
-	check(d, "after reopen")
-	// A crash leaves the spare behind, empty: the next open removes it.
-	for i := 40; i < 50; i++ {
-		b := pattern(128<<10, uint64(i))
-		if err := d.WriteFragment(ctx, key(i), b); err != nil {
-			t.Fatal(err)
+	seen := write(d, 0, 40)
+	left := waitSpares(t, d.impl.(*segmentDrive))
+	taken := 0
+	for p := range seen {
+		if !left[p] {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("spare %s taken, then gone: %v", p, err)
+			}
+			taken++
 		}
-		want[i] = b
 	}
-	sd = d.impl.(*segmentDrive)
-	waitSpare(t, sd)
-	sd.spare.mu.Lock()
-	last = sd.spare.seg.path
-	sd.spare.mu.Unlock()
+	if taken == 0 {
+		t.Fatal("no spare segment was taken into use")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for p := range left {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("spare %s after Close: %v", p, err)
+		}
+	}
+	d = openTest(t, dir, opts)
+	check(d, "after reopen")
+	write(d, 40, 50)
+	left = waitSpares(t, d.impl.(*segmentDrive))
 	crash(t, d)
-	if _, err := os.Stat(last); err != nil {
-		t.Fatalf("spare %s after a crash: %v", last, err)
+	for p := range left {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("spare %s after a crash: %v", p, err)
+		}
 	}
-	d = openTest(t, dir, Options{Format: FormatSegments, DirectIO: true, SegmentSize: 1 << 20})
+	d = openTest(t, dir, opts)
 	defer d.Close()
 	check(d, "after a crash")
-	if _, err := os.Stat(last); !os.IsNotExist(err) {
-		t.Fatalf("the spare left by a crash, after the next open: %v", err)
+	for p := range left {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("a spare left by a crash, after the next open: %v", err)
+		}
 	}
 }

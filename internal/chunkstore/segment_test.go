@@ -26,7 +26,7 @@ func crash(t testing.TB, d *LocalDrive) {
 			seg.closeFiles()
 		}
 		s.mu.segs = nil
-		if seg := s.spare.take(); seg != nil {
+		for seg := s.spare.take(); seg != nil; seg = s.spare.take() {
 			seg.closeFiles() // the file stays, as a killed process leaves it
 		}
 		s.ops.Unlock()
