@@ -295,13 +295,6 @@ func (sp *spareSegments) take() *segment {
 	return s
 }
 
-// count returns how many spare segments there are.
-func (sp *spareSegments) count() int {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	return len(sp.segs)
-}
-
 // makeSpares creates spare segments in the background, up to one a slot,
 // unless that is being done. Best effort: without a spare, the next
 // segment is created when needed, and reports its own error. The caller
