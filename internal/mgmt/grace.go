@@ -201,12 +201,16 @@ func (s *Service) checkDrive(ctx context.Context, m *clustermap.Map, id placemen
 		// One refused or dropped connection is not yet a dead server:
 		// a server whose CPUs are starved drops a handshake that its
 		// timer cuts short, and then all its drives went down and came
-		// back (under the load of a whole test run). Ask once more.
-		again := s.probeAgain(ctx, m, id)
-		if !detect.Unreachable(again) {
+		// back (under the load of a whole test run). Ask once more, and
+		// act only if the answer calls for the same (a second probe that
+		// times out calls for nothing yet: the next round asks whether
+		// the server hangs).
+		again := p
+		again.Err = s.probeAgain(ctx, m, id)
+		if detect.Judge(again, func() bool { return false }) != act {
 			return
 		}
-		perr = again
+		perr = again.Err
 	}
 	switch act {
 	case detect.HungServer:

@@ -3,6 +3,7 @@ package mgmt
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -107,23 +108,24 @@ func TestStoppingChangesNoDriveState(t *testing.T) {
 	}
 }
 
-// flakyDrives hands out the drives of inner, but the first fails probes
-// of drive flaky are refused (rpc.ErrUnavailable), as a server starved of
-// CPU drops a handshake its timer cut short.
+// flakyDrives hands out the drives of inner, but the first probes of
+// drive flaky fail with errs, in turn (a server starved of CPU drops a
+// handshake its timer cut short, or times one out).
 type flakyDrives struct {
 	inner client.Drives
 	flaky placement.DriveID
-	fails *atomic.Int32
+	errs  []error
+	next  *atomic.Int32
 }
 
 type flakyDrive struct {
 	chunkstore.Drive
-	fails *atomic.Int32
+	r flakyDrives
 }
 
 func (d flakyDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
-	if d.fails.Add(-1) >= 0 {
-		return chunkstore.Usage{}, fmt.Errorf("handshake: connection reset by peer: %w", rpc.ErrUnavailable)
+	if i := int(d.r.next.Add(1)) - 1; i < len(d.r.errs) {
+		return chunkstore.Usage{}, d.r.errs[i]
 	}
 	return d.Drive.Stat(ctx)
 }
@@ -131,25 +133,31 @@ func (d flakyDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
 func (r flakyDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
 	d, err := r.inner.Drive(m, id)
 	if err == nil && id == r.flaky {
-		return flakyDrive{d, r.fails}, nil
+		return flakyDrive{d, r}, nil
 	}
 	return d, err
 }
 
 // TestOneRefusedProbeChangesNothing: a drive whose probe is refused once
-// and answers when asked again stays up, and so do its server's other
-// drives; one refused twice goes down with them.
+// and that answers when asked again stays up, and so do its server's
+// other drives; so does one whose second probe times out (the next round
+// asks whether the server hangs); one refused twice goes down with them.
 func TestOneRefusedProbeChangesNothing(t *testing.T) {
+	refused := fmt.Errorf("handshake: connection reset by peer: %w", rpc.ErrUnavailable)
+	timedOut := fmt.Errorf("%w: handshake: %w", rpc.ErrUnavailable, os.ErrDeadlineExceeded)
 	for _, tc := range []struct {
-		fails    int32
+		name     string
+		errs     []error
 		wantDown int
-	}{{1, 0}, {2, 4}} {
-		t.Run(fmt.Sprintf("refused %d times", tc.fails), func(t *testing.T) {
+	}{
+		{"refused once", []error{refused}, 0},
+		{"refused, then timed out", []error{refused, timedOut}, 0},
+		{"refused twice", []error{refused, refused}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, drives := newTestService(t, 4)
-			fails := &atomic.Int32{}
-			fails.Store(tc.fails)
-			s.drives = flakyDrives{inner: drives, flaky: 2, fails: fails}
+			s.drives = flakyDrives{inner: drives, flaky: 2, errs: tc.errs, next: &atomic.Int32{}}
 			if _, err := s.Update(ctx, func(m *clustermap.Map) error {
 				for i := range m.Drives {
 					m.Drives[i].Server = "s0"
