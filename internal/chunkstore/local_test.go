@@ -487,6 +487,9 @@ func TestRemovedDirectoryIsFailed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if sd, ok := d.impl.(*segmentDrive); ok {
+			sd.bg.Wait() // spare segments being made would race RemoveAll's walk
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}

@@ -76,6 +76,15 @@ func (s *segment) buffered() (int, error) {
 	return s.bfd, nil
 }
 
+// allocated returns what s's file takes on the host (0 if unknown).
+func (s *segment) allocated() int64 {
+	var st unix.Stat_t
+	if unix.Fstat(s.fd, &st) != nil {
+		return 0
+	}
+	return st.Blocks * 512
+}
+
 // closeFiles closes s's descriptors; Sync skips s afterwards.
 func (s *segment) closeFiles() {
 	s.fdMu.Lock()
@@ -311,22 +320,18 @@ func (d *segmentDrive) makeSpares() {
 	d.bg.Add(1)
 	go func() {
 		defer d.bg.Done()
-		for {
-			var s *segment
-			err := errors.New("closed")
-			if !d.closed.Load() {
-				s, err = d.createSegment(d.nextID.Add(1), d.segSize, false)
+		for full := false; !full && !d.closed.Load(); {
+			s, err := d.createSegment(d.nextID.Add(1), d.segSize, false)
+			if err != nil {
+				break
 			}
 			sp.mu.Lock()
-			if err == nil {
-				sp.segs = append(sp.segs, s)
-			}
-			if err != nil || len(sp.segs) >= activeSegments {
-				sp.making = false
-				sp.mu.Unlock()
-				return
-			}
+			sp.segs = append(sp.segs, s)
+			full = len(sp.segs) >= activeSegments
 			sp.mu.Unlock()
 		}
+		sp.mu.Lock()
+		sp.making = false
+		sp.mu.Unlock()
 	}()
 }

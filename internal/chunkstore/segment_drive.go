@@ -571,18 +571,12 @@ func (d *segmentDrive) Stat(ctx context.Context) (Usage, error) {
 	u.Kept = d.kept.bytes()
 	d.mu.RLock()
 	for _, s := range d.mu.segs {
-		var st unix.Stat_t
-		if unix.Fstat(s.fd, &st) == nil {
-			u.Allocated += st.Blocks * 512
-		}
+		u.Allocated += s.allocated()
 	}
 	d.mu.RUnlock()
 	d.spare.mu.Lock()
 	for _, s := range d.spare.segs {
-		var st unix.Stat_t
-		if unix.Fstat(s.fd, &st) == nil {
-			u.Allocated += st.Blocks * 512
-		}
+		u.Allocated += s.allocated()
 	}
 	d.spare.mu.Unlock()
 	return u, nil
@@ -680,9 +674,7 @@ func (d *segmentDrive) Close() error {
 	}
 	d.bg.Wait()
 	for s := d.spare.take(); s != nil; s = d.spare.take() {
-		// Empty: an open would remove it anyway.
-		unix.Unlink(s.path)
-		s.closeFiles()
+		d.removeSegment(s) // empty: an open would remove it anyway
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -111,30 +111,15 @@ func (s *Store) StripeHeads(ctx context.Context, ino Ino, first, last uint64) ([
 // (extents committed before summaries were kept).
 func (o *op) deltaSums(ino Ino, first, last uint64) (map[uint64]DeltaSummary, error) {
 	sums := map[uint64]DeltaSummary{}
-	var derr error
 	next := first // the first stripe not yet covered by an E record
 	var gaps [][2]uint64
-	err := o.tx.Scan(deltaSumKey(ino, first), deltaSumKey(ino, last+1), 0, func(k, v []byte) bool {
-		if len(k) != 17 {
-			derr = fmt.Errorf("delta summary key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
-			return false
-		}
-		st := binary.BigEndian.Uint64(k[9:])
-		sum, err := decodeDeltaSum(ino, st, v)
-		if err != nil {
-			derr = err
-			return false
-		}
+	err := o.scanSums(ino, first, last, nil, func(st uint64, sum DeltaSummary) {
 		sums[st] = sum
 		if st > next {
 			gaps = append(gaps, [2]uint64{next, st - 1})
 		}
 		next = st + 1
-		return true
 	})
-	if err == nil {
-		err = derr
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +137,33 @@ func (o *op) deltaSums(ino Ino, first, last uint64) (map[uint64]DeltaSummary, er
 		}
 	}
 	return sums, nil
+}
+
+// scanSums decodes the E records of stripes first..last of ino that want
+// (nil: all) accepts, in order, and hands each to fn.
+func (o *op) scanSums(ino Ino, first, last uint64, want func(st uint64) bool, fn func(st uint64, sum DeltaSummary)) error {
+	var derr error
+	err := o.tx.Scan(deltaSumKey(ino, first), deltaSumKey(ino, last+1), 0, func(k, v []byte) bool {
+		if len(k) != 17 {
+			derr = fmt.Errorf("delta summary key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
+			return false
+		}
+		st := binary.BigEndian.Uint64(k[9:])
+		if want != nil && !want(st) {
+			return true
+		}
+		sum, err := decodeDeltaSum(ino, st, v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		fn(st, sum)
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return err
 }
 
 // addExtents adds the extents ds of ino to the summaries of their
@@ -192,33 +204,13 @@ func (o *op) deltaSumsOf(ino Ino, sts []uint64) (map[uint64]DeltaSummary, error)
 			j++
 		}
 		run := sts[i:j]
-		found := make(map[uint64]bool, len(run))
-		var derr error
-		err := o.tx.Scan(deltaSumKey(ino, run[0]), deltaSumKey(ino, run[len(run)-1]+1), 0, func(k, v []byte) bool {
-			if len(k) != 17 {
-				derr = fmt.Errorf("delta summary key of %d bytes in inode %d: %w", len(k), ino, ErrCorrupt)
-				return false
-			}
-			st := binary.BigEndian.Uint64(k[9:])
-			if _, want := slices.BinarySearch(run, st); !want {
-				return true
-			}
-			sum, err := decodeDeltaSum(ino, st, v)
-			if err != nil {
-				derr = err
-				return false
-			}
-			sums[st], found[st] = sum, true
-			return true
-		})
-		if err == nil {
-			err = derr
-		}
+		want := func(st uint64) bool { _, ok := slices.BinarySearch(run, st); return ok }
+		err := o.scanSums(ino, run[0], run[len(run)-1], want, func(st uint64, sum DeltaSummary) { sums[st] = sum })
 		if err != nil {
 			return nil, err
 		}
-		for _, st := range run {
-			if found[st] {
+		for _, st := range run { // runs are disjoint: a summary here is from the scan
+			if _, ok := sums[st]; ok {
 				continue
 			}
 			ds, err := o.deltas(ino, st, st)

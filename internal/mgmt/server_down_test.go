@@ -14,25 +14,81 @@ import (
 	"poolfs/internal/rpc"
 )
 
-// refusingDrives hands out the drives of inner, but drive refuse's server
-// refuses connections (its calls fail with rpc.ErrUnavailable).
-type refusingDrives struct {
-	inner  client.Drives
-	refuse placement.DriveID
+// errRefused is how a probe of a drive whose server refuses connections
+// fails.
+var errRefused = fmt.Errorf("dial: connection refused: %w", rpc.ErrUnavailable)
+
+// failingDrives hands out the drives of inner, but the probes of drive
+// id fail: the first with errs, in turn (a server starved of CPU drops a
+// handshake its timer cut short, or times one out), then all with then
+// (nil: they answer).
+type failingDrives struct {
+	inner client.Drives
+	id    placement.DriveID
+	errs  []error
+	then  error
+	next  *atomic.Int32
 }
 
-type refusedDrive struct{ chunkstore.Drive }
-
-func (refusedDrive) Stat(context.Context) (chunkstore.Usage, error) {
-	return chunkstore.Usage{}, fmt.Errorf("dial: connection refused: %w", rpc.ErrUnavailable)
+// refusing returns drives of inner whose drive id's server refuses every
+// connection.
+func refusing(inner client.Drives, id placement.DriveID) failingDrives {
+	return failingDrives{inner: inner, id: id, then: errRefused, next: &atomic.Int32{}}
 }
 
-func (r refusingDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
+type failingDrive struct {
+	chunkstore.Drive
+	r failingDrives
+}
+
+func (d failingDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
+	if i := int(d.r.next.Add(1)) - 1; i < len(d.r.errs) {
+		return chunkstore.Usage{}, d.r.errs[i]
+	}
+	if d.r.then != nil {
+		return chunkstore.Usage{}, d.r.then
+	}
+	return d.Drive.Stat(ctx)
+}
+
+func (r failingDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
 	d, err := r.inner.Drive(m, id)
-	if err == nil && id == r.refuse {
-		return refusedDrive{d}, nil
+	if err == nil && id == r.id {
+		return failingDrive{d, r}, nil
 	}
 	return d, err
+}
+
+// checkOnOneServer puts every drive of s on server s0, probes them all
+// once (CheckDrives) and returns the map after.
+func checkOnOneServer(t *testing.T, s *Service) *clustermap.Map {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Update(ctx, func(m *clustermap.Map) error {
+		for i := range m.Drives {
+			m.Drives[i].Server = "s0"
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckDrives(ctx)
+	m, err := s.Map(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// drivesDown counts the drives down in m.
+func drivesDown(m *clustermap.Map) int {
+	down := 0
+	for _, d := range m.Drives {
+		if d.State == clustermap.StateDown {
+			down++
+		}
+	}
+	return down
 }
 
 // TestServerDownNotForInProcessServer: a probe refused by a storage server
@@ -52,29 +108,11 @@ func TestServerDownNotForInProcessServer(t *testing.T) {
 		{"another server in this process", "s9", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			s, drives := newTestService(t, 4)
-			s.drives = refusingDrives{inner: drives, refuse: 2}
+			s.drives = refusing(drives, 2)
 			s.SetInProcessServer(tc.inProcess)
-			if _, err := s.Update(ctx, func(m *clustermap.Map) error {
-				for i := range m.Drives {
-					m.Drives[i].Server = "s0"
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			s.CheckDrives(ctx)
-			m, err := s.Map(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			down := 0
-			for _, d := range m.Drives {
-				if d.State == clustermap.StateDown {
-					down++
-				}
-			}
+			m := checkOnOneServer(t, s)
+			down := drivesDown(m)
 			if d, _ := m.Drive(2); d.State != clustermap.StateDown || down != tc.wantDown {
 				t.Fatalf("drive d02 %s, %d drives down, want d02 down and %d down", d.State, down, tc.wantDown)
 			}
@@ -90,7 +128,7 @@ func TestStoppingChangesNoDriveState(t *testing.T) {
 	for _, stopping := range []bool{false, true} {
 		ctx := context.Background()
 		s, drives := newTestService(t, 4)
-		s.drives = refusingDrives{inner: drives, refuse: 2}
+		s.drives = refusing(drives, 2)
 		if stopping {
 			s.Stopping()
 		}
@@ -108,76 +146,25 @@ func TestStoppingChangesNoDriveState(t *testing.T) {
 	}
 }
 
-// flakyDrives hands out the drives of inner, but the first probes of
-// drive flaky fail with errs, in turn (a server starved of CPU drops a
-// handshake its timer cut short, or times one out).
-type flakyDrives struct {
-	inner client.Drives
-	flaky placement.DriveID
-	errs  []error
-	next  *atomic.Int32
-}
-
-type flakyDrive struct {
-	chunkstore.Drive
-	r flakyDrives
-}
-
-func (d flakyDrive) Stat(ctx context.Context) (chunkstore.Usage, error) {
-	if i := int(d.r.next.Add(1)) - 1; i < len(d.r.errs) {
-		return chunkstore.Usage{}, d.r.errs[i]
-	}
-	return d.Drive.Stat(ctx)
-}
-
-func (r flakyDrives) Drive(m *clustermap.Map, id placement.DriveID) (chunkstore.Drive, error) {
-	d, err := r.inner.Drive(m, id)
-	if err == nil && id == r.flaky {
-		return flakyDrive{d, r}, nil
-	}
-	return d, err
-}
-
 // TestOneRefusedProbeChangesNothing: a drive whose probe is refused once
 // and that answers when asked again stays up, and so do its server's
 // other drives; so does one whose second probe times out (the next round
 // asks whether the server hangs); one refused twice goes down with them.
 func TestOneRefusedProbeChangesNothing(t *testing.T) {
-	refused := fmt.Errorf("handshake: connection reset by peer: %w", rpc.ErrUnavailable)
 	timedOut := fmt.Errorf("%w: handshake: %w", rpc.ErrUnavailable, os.ErrDeadlineExceeded)
 	for _, tc := range []struct {
 		name     string
 		errs     []error
 		wantDown int
 	}{
-		{"refused once", []error{refused}, 0},
-		{"refused, then timed out", []error{refused, timedOut}, 0},
-		{"refused twice", []error{refused, refused}, 4},
+		{"refused once", []error{errRefused}, 0},
+		{"refused, then timed out", []error{errRefused, timedOut}, 0},
+		{"refused twice", []error{errRefused, errRefused}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			s, drives := newTestService(t, 4)
-			s.drives = flakyDrives{inner: drives, flaky: 2, errs: tc.errs, next: &atomic.Int32{}}
-			if _, err := s.Update(ctx, func(m *clustermap.Map) error {
-				for i := range m.Drives {
-					m.Drives[i].Server = "s0"
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			s.CheckDrives(ctx)
-			m, err := s.Map(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			down := 0
-			for _, d := range m.Drives {
-				if d.State == clustermap.StateDown {
-					down++
-				}
-			}
-			if down != tc.wantDown {
+			s.drives = failingDrives{inner: drives, id: 2, errs: tc.errs, next: &atomic.Int32{}}
+			if down := drivesDown(checkOnOneServer(t, s)); down != tc.wantDown {
 				t.Fatalf("%d drives down, want %d", down, tc.wantDown)
 			}
 		})
