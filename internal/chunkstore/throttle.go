@@ -85,8 +85,10 @@ func (m SpeedModel) Service(n, bw int64) time.Duration {
 // Clock is the time source of Throttle; tests inject a manual clock.
 type Clock interface {
 	Now() time.Time
-	// Sleep waits for d or until ctx is done, returning ctx.Err() then.
-	Sleep(ctx context.Context, d time.Duration) error
+	// SleepUntil waits until t or until ctx is done, returning ctx.Err()
+	// then. Waking at a deadline rather than after a duration keeps
+	// concurrent sleepers on one timeline.
+	SleepUntil(ctx context.Context, t time.Time) error
 }
 
 // SystemClock is the real clock.
@@ -108,6 +110,11 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// SleepUntil waits until t or ctx.
+func (c SystemClock) SleepUntil(ctx context.Context, t time.Time) error {
+	return c.Sleep(ctx, time.Until(t))
 }
 
 // throttled serializes I/Os on a timeline: an I/O arriving at t starts at
@@ -153,7 +160,7 @@ func (t *throttled) wait(ctx context.Context, arrival time.Time, svc time.Durati
 	end := start.Add(svc)
 	t.mu.busyUntil = end
 	t.mu.Unlock()
-	return t.clock.Sleep(ctx, end.Sub(t.clock.Now()))
+	return t.clock.SleepUntil(ctx, end)
 }
 
 func (t *throttled) WriteFragment(ctx context.Context, key erasure.FragmentKey, frag []byte) error {

@@ -10,7 +10,7 @@ import (
 
 func newMemDrive() *MemDrive { return NewMemDrive("mem", 1<<40) }
 
-// manualClock is virtual time: Sleep advances it to the sleeper's deadline,
+// manualClock is virtual time: SleepUntil advances it to the sleeper's deadline,
 // so concurrent sleepers end at the latest deadline.
 type manualClock struct {
 	mu  sync.Mutex
@@ -19,10 +19,10 @@ type manualClock struct {
 
 func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 
-func (c *manualClock) Sleep(_ context.Context, d time.Duration) error {
+func (c *manualClock) SleepUntil(_ context.Context, t time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t := c.now.Add(d); t.After(c.now) {
+	if t.After(c.now) {
 		c.now = t
 	}
 	return nil
