@@ -219,8 +219,9 @@ func mountPoint(dir string) (string, error) {
 // read-ahead window in stripes, POOLFS_DELTA_BUDGET the delta bytes a file
 // keeps before it folds, POOLFS_FOLDS the stripes folded at once,
 // POOLFS_LOG_CACHE the bytes of its log stripes a client keeps in memory
-// (negative: none), POOLFS_NO_DELTAS=1 turns the delta log off: for
-// experiments).
+// (negative: none), POOLFS_GARBAGE_LIMIT the collector's queue in raw
+// bytes that writes over committed generations wait on (negative: no
+// limit), POOLFS_NO_DELTAS=1 turns the delta log off: for experiments).
 func clientOptions() client.Options {
 	o := client.Options{NoDeltas: os.Getenv("POOLFS_NO_DELTAS") == "1"}
 	if v, err := strconv.ParseInt(os.Getenv("POOLFS_DELTA_BUDGET"), 10, 64); err == nil {
@@ -234,6 +235,9 @@ func clientOptions() client.Options {
 	}
 	if v, err := strconv.ParseInt(os.Getenv("POOLFS_LOG_CACHE"), 10, 64); err == nil {
 		o.LogCache = v
+	}
+	if v, err := strconv.ParseInt(os.Getenv("POOLFS_GARBAGE_LIMIT"), 10, 64); err == nil {
+		o.GarbageLimit = v
 	}
 	if v, err := strconv.Atoi(os.Getenv("POOLFS_READAHEAD")); err == nil {
 		o.ReadAhead = v

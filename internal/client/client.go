@@ -52,6 +52,9 @@ type Stripes interface {
 	StripeHeads(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
 	CommitStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit, newSize uint64, mtime int64) (meta.Attr, error)
 	PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error)
+	// GCList returns up to limit items of the collector's queue
+	// (meta.Store.GCList): what Options.GarbageLimit is measured against.
+	GCList(ctx context.Context, limit int) ([]meta.GCItem, error)
 	// DropStripes removes the committed stripes in [first, last] (a hole
 	// punched in the file; see meta.Store.DropStripes).
 	DropStripes(ctx context.Context, ino meta.Ino, first, last uint64) (meta.Attr, error)
@@ -154,6 +157,11 @@ type Options struct {
 	// client keeps in memory for the folds and reads of their extents
 	// (logcache.go); 0: DefaultLogCache(); negative: none.
 	LogCache int64
+	// GarbageLimit: a write over a committed stripe generation (a fold, a
+	// rewrite) waits while the collector's queue holds more raw bytes
+	// than this on up drives and the collector is shrinking it
+	// (garbage.go); 0: DefaultGarbageLimit; negative: no limit.
+	GarbageLimit int64
 	// OnRepair, if set, is called for each fragment a read found damaged
 	// or missing and rewrote on drive id (read repair), so that the
 	// repairs are counted where operators look (mgmt.RepairBatcher).
@@ -218,9 +226,10 @@ type Client struct {
 	// buffers are still held (Options.ReadAheadTotal).
 	ahead chan struct{}
 
-	small    smallFiles // when writes last fetched the map (smallfile.go)
-	unsynced unsynced   // drives with deferred writes no Sync covered (sync.go)
-	space    *spaceGate // admission of buffered writes (space.go)
+	small    smallFiles   // when writes last fetched the map (smallfile.go)
+	unsynced unsynced     // drives with deferred writes no Sync covered (sync.go)
+	space    *spaceGate   // admission of buffered writes (space.go)
+	garbage  *garbageGate // writes over committed generations wait for the collector (garbage.go)
 
 	refresh sync.Mutex          // held by the caller of Map fetching an old map again
 	lat     *stripeio.Latencies // fragment-read latency per drive, for hedging
@@ -279,6 +288,9 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	if opts.LogCache == 0 {
 		opts.LogCache = DefaultLogCache()
 	}
+	if opts.GarbageLimit == 0 {
+		opts.GarbageLimit = DefaultGarbageLimit
+	}
 	if opts.FoldsInFlight <= 0 {
 		opts.FoldsInFlight = DefaultFoldsInFlight
 	}
@@ -298,6 +310,7 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	c.mu.avoidPG = map[uint32]avoidPG{}
 	c.mu.orders = map[uint32]*orderOf{}
 	c.space = newSpaceGate(m)
+	c.garbage = newGarbageGate(m, c.Map, opts.GarbageLimit)
 	if opts.LogCache > 0 {
 		c.logs = newLogCache(opts.LogCache)
 	}

@@ -124,6 +124,12 @@
 // against what other clients buffer but have not committed: their
 // commits, and the drives' own limits, still refuse what does not fit.
 //
+// Garbage (garbage.go): a stripe written over a committed generation (a
+// fold, a rewrite) waits first while the collector's queue holds more
+// than Options.GarbageLimit raw bytes on up drives and the collector is
+// shrinking it, so writers that replace stripes faster than the drives
+// delete the old ones do not pile old generations up on the drives.
+//
 // Every stripe is read and repaired with its own scheme (the record's K):
 // a small file's stripe 0 is written as a mirror of 1+M copies, and a
 // stripe may be narrower than the pool (smallfile.go says how and why).

@@ -38,6 +38,12 @@ func newGen(after uint64) uint64 {
 // not commit. On error, fragments already written are deleted (best effort;
 // the collector removes what is left).
 func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino, stripe, oldGen uint64, b *stripeBuf, l int) (meta.StripeRec, error) {
+	if oldGen != 0 {
+		// Its commit sends generation oldGen to the collector.
+		if err := c.garbage.wait(ctx); err != nil {
+			return meta.StripeRec{}, err
+		}
+	}
 	lay = c.writeLayout(ctx, lay, stripe, l) // smallfile.go: a small file's stripe 0 is a mirror
 	cd, err := c.codecs.Get(lay.K, lay.M)
 	if err != nil {

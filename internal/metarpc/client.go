@@ -96,6 +96,12 @@ func (c *Client) DropStripes(ctx context.Context, ino meta.Ino, first, last uint
 	return call[meta.Attr](ctx, c, "meta.DropStripes", stripesArgs{ino, first, last})
 }
 
+// GCList returns up to limit items (1 to MaxGCList; others ask for
+// MaxGCList) of the collector's queue.
+func (c *Client) GCList(ctx context.Context, limit int) ([]meta.GCItem, error) {
+	return call[[]meta.GCItem](ctx, c, "meta.GCList", gcListArgs{limit})
+}
+
 // PoolUsage returns the raw bytes used by a pool and its limit.
 func (c *Client) PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error) {
 	u, err := call[usage](ctx, c, "meta.PoolUsage", poolArgs{pool})

@@ -1,0 +1,145 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+	"poolfs/internal/placement"
+)
+
+// garbageGate holds back the writes that make garbage: a stripe written
+// over a committed generation (a fold of the delta log, a rewrite) sends
+// the old generation to the collector's queue once committed. A writer
+// faster than the collector (folds of random writes replace a stripe many
+// times a second, and deleting a fragment costs the drives a hole punched
+// in a segment) piled up over a GiB of old generations on the drives
+// before they were deleted, and that much more space beyond the live data.
+//
+// So such a write first waits while the queue holds more than
+// Options.GarbageLimit raw bytes on drives that are up, for as long as
+// the collector makes progress: the queue must have shrunk within
+// garbageStall. A collector that deletes nothing (stopped, or waiting for
+// drives that are down) holds no writer back; nor do fragments on drives
+// that are not up, which stay queued until their drive answers. The
+// queue's size is read from the metadata store (GCList, at most
+// garbageScan items) at most every garbageFresh, by one caller at a time.
+type garbageGate struct {
+	list  func(ctx context.Context, limit int) ([]meta.GCItem, error)
+	maps  func(ctx context.Context) (*clustermap.Map, error)
+	limit int64
+	fresh time.Duration // garbageFresh (tests shorten it)
+	stall time.Duration // garbageStall
+	mu    struct {
+		sync.Mutex
+		bytes    int64     // the queue's raw bytes on up drives, as last read
+		fetched  time.Time // when bytes was read
+		shrunk   time.Time // when a read last found the queue smaller than the one before
+		fetching chan struct{}
+	}
+}
+
+const (
+	// garbageFresh is how long a read of the queue's size is used.
+	garbageFresh = 100 * time.Millisecond
+	// garbageStall is how long a queue over the limit may stay as large
+	// or grow before writers stop waiting for the collector.
+	garbageStall = 2 * time.Second
+	// garbageScan bounds the queue items one read counts.
+	garbageScan = 1024
+	// DefaultGarbageLimit is Options.GarbageLimit's default.
+	DefaultGarbageLimit = 512 << 20
+)
+
+func newGarbageGate(m Stripes, maps func(ctx context.Context) (*clustermap.Map, error), limit int64) *garbageGate {
+	if limit <= 0 {
+		return nil
+	}
+	list := func(ctx context.Context, limit int) ([]meta.GCItem, error) { return m.GCList(ctx, limit) }
+	return &garbageGate{list: list, maps: maps, limit: limit, fresh: garbageFresh, stall: garbageStall}
+}
+
+// wait returns once the collector's queue is within the limit, or the
+// collector stopped shrinking it, or ctx ends (its error).
+func (g *garbageGate) wait(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	for {
+		bytes, shrunk := g.read(ctx)
+		if bytes <= g.limit || time.Since(shrunk) > g.stall {
+			return nil
+		}
+		t := time.NewTimer(g.fresh / 2)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// read returns the queue's size and when it last shrank, reading it again
+// if older than g.fresh (one caller reads; the others wait for it).
+func (g *garbageGate) read(ctx context.Context) (int64, time.Time) {
+	g.mu.Lock()
+	for time.Since(g.mu.fetched) > g.fresh {
+		if ch := g.mu.fetching; ch != nil {
+			g.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				return g.mu.bytes, g.mu.shrunk
+			}
+			g.mu.Lock()
+			continue
+		}
+		ch := make(chan struct{})
+		g.mu.fetching = ch
+		g.mu.Unlock()
+		bytes, ok := g.count(ctx)
+		g.mu.Lock()
+		now := time.Now()
+		if !ok {
+			bytes = 0 // a store that cannot say holds no writer back
+		}
+		if bytes < g.mu.bytes || g.mu.bytes <= g.limit {
+			// Shrinking, or just over the limit: the collector gets
+			// garbageStall to shrink it from here.
+			g.mu.shrunk = now
+		}
+		g.mu.bytes, g.mu.fetched, g.mu.fetching = bytes, now, nil
+		close(ch)
+	}
+	defer g.mu.Unlock()
+	return g.mu.bytes, g.mu.shrunk
+}
+
+// count reads the queue and sums the raw bytes of its fragments on drives
+// that are up; ok is false if the store or the map could not be read.
+func (g *garbageGate) count(ctx context.Context) (bytes int64, ok bool) {
+	m, err := g.maps(ctx)
+	if err != nil {
+		return 0, false
+	}
+	items, err := g.list(ctx, garbageScan)
+	if err != nil {
+		return 0, false
+	}
+	for _, it := range items {
+		for _, id := range it.Drives {
+			if id == meta.NoDrive {
+				continue
+			}
+			if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
+				bytes += int64(it.ShardSize)
+			}
+		}
+	}
+	return bytes, true
+}

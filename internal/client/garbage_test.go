@@ -1,0 +1,186 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"poolfs/internal/chunkstore/drivetest"
+	"poolfs/internal/clustermap"
+	"poolfs/internal/meta"
+)
+
+// fakeQueue is the collector's queue as the gate reads it: items of one
+// fragment each of shard bytes on drive 0 or drive 1.
+type fakeQueue struct {
+	mu    sync.Mutex
+	items []meta.GCItem
+	err   error
+	reads int
+}
+
+func (q *fakeQueue) list(_ context.Context, limit int) ([]meta.GCItem, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reads++
+	if q.err != nil {
+		return nil, q.err
+	}
+	return append([]meta.GCItem(nil), q.items[:min(limit, len(q.items))]...), nil
+}
+
+func (q *fakeQueue) set(n int, drive uint32, shard uint32) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.items = q.items[:0]
+	for i := range n {
+		q.items = append(q.items, meta.GCItem{Seq: uint64(i), Drives: []uint32{drive, meta.NoDrive}, ShardSize: shard})
+	}
+}
+
+// testGate is a gate of limit bytes over q, drive 1 down, with the read
+// interval and the stall shortened.
+func testGate(t *testing.T, q *fakeQueue, limit int64) *garbageGate {
+	t.Helper()
+	m := drivetest.Map(8, 4, 2, 64<<10, 1<<30)
+	if _, err := m.SetState(1, clustermap.StateDown, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	g := &garbageGate{list: q.list, maps: func(context.Context) (*clustermap.Map, error) { return m, nil },
+		limit: limit, fresh: 10 * time.Millisecond, stall: 300 * time.Millisecond}
+	return g
+}
+
+// waitFor runs g.wait in the background and returns its result channel.
+func waitFor(g *garbageGate, ctx context.Context) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- g.wait(ctx) }()
+	return ch
+}
+
+func TestGarbageGate(t *testing.T) {
+	ctx := context.Background()
+	t.Run("within the limit", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(10, 0, 100) // 1000 bytes
+		if err := testGate(t, q, 1000).wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("waits while the collector shrinks the queue", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(20, 0, 100)
+		g := testGate(t, q, 1000)
+		done := waitFor(g, ctx)
+		// The collector deletes an item every 50 ms: the queue shrinks
+		// within the stall, so the writer keeps waiting until it is
+		// within the limit (10 items: 500 ms).
+		start := time.Now()
+		for n := 19; n >= 10; n-- {
+			select {
+			case err := <-done:
+				t.Fatalf("returned (%v) with %d items queued, over the limit", err, n+1)
+			case <-time.After(50 * time.Millisecond):
+			}
+			q.set(n, 0, 100)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("still waiting with the queue within the limit")
+		}
+		if d := time.Since(start); d < 400*time.Millisecond {
+			t.Fatalf("waited %v, the queue took 500 ms to shrink", d)
+		}
+	})
+	t.Run("a collector that deletes nothing holds no writer", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(20, 0, 100)
+		g := testGate(t, q, 1000)
+		start := time.Now()
+		if err := g.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < g.stall {
+			t.Fatalf("gave up after %v, before the stall (%v)", d, g.stall)
+		}
+		// The queue has not shrunk since: the next writer goes at once.
+		start = time.Now()
+		if err := g.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > g.stall/2 {
+			t.Fatalf("a second writer waited %v for a stalled collector", d)
+		}
+	})
+	t.Run("fragments on drives that are down do not count", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(100, 1, 100) // drive 1 is down: they stay queued
+		g := testGate(t, q, 1000)
+		start := time.Now()
+		if err := g.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > g.stall/2 {
+			t.Fatalf("waited %v for fragments on a down drive", d)
+		}
+		if b, ok := g.count(ctx); !ok || b != 0 {
+			t.Fatalf("count = %d, %v; want 0 (all on the down drive)", b, ok)
+		}
+		q.set(100, 0, 100)
+		if b, ok := g.count(ctx); !ok || b != 100*100 {
+			t.Fatalf("count = %d, %v; want %d", b, ok, 100*100)
+		}
+	})
+	t.Run("a store that cannot say holds no writer", func(t *testing.T) {
+		q := &fakeQueue{err: errors.New("unknown method meta.GCList")}
+		if err := testGate(t, q, 1).wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("the context ends the wait", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(20, 0, 100)
+		g := testGate(t, q, 1000)
+		g.stall = time.Hour
+		cctx, cancel := context.WithCancel(ctx)
+		done := waitFor(g, cctx)
+		time.Sleep(30 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("wait = %v, want context.Canceled", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("wait did not end with its context")
+		}
+	})
+	t.Run("one read for many writers", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(1, 0, 100)
+		g := testGate(t, q, 1000)
+		g.fresh = time.Hour
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if err := g.wait(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if q.reads != 1 {
+			t.Fatalf("%d reads of the queue for 50 writers within its freshness", q.reads)
+		}
+	})
+	var nilGate *garbageGate // GarbageLimit < 0
+	if err := nilGate.wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
