@@ -71,6 +71,10 @@
 // segment id, CRC32C of the data, CRC32C of the header) followed by the
 // fragment data. Every CRC is seeded with the segment's salt, so fragment
 // data (user bytes) can never pass for a record header, index or trailer.
+// The data CRC of a sealed erasure fragment is combined from the block
+// checksums in its header (package crc32c) instead of read from its bytes
+// again: a shard that differs from them fails the scan of its segment at
+// open, as a torn record does (dataCRC).
 //
 // Writes go to one of four active segments (so that concurrent writers do
 // not all queue on one fdatasync), chosen by file and run of 16 stripes:

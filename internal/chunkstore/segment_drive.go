@@ -156,7 +156,7 @@ func (d *segmentDrive) WriteFragment(ctx context.Context, key erasure.FragmentKe
 		d.used.Add(-size)
 		return d.ioError("write", key, err)
 	}
-	r.crc = saltedCRC(&s.salt, frag)
+	r.crc = dataCRC(&s.salt, frag)
 	err = d.writeRecord(s, &r, frag, cached)
 	if err == nil && !deferred {
 		err = s.sync.commit(func() error { return d.fdatasync(s.fd) })

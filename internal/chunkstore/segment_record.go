@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 
+	"poolfs/internal/crc32c"
 	"poolfs/internal/erasure"
 )
 
@@ -64,6 +65,37 @@ func saltedCRC(salt *[saltSize]byte, b []byte) uint32 {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// dataCRC returns saltedCRC(salt, frag), a record's data checksum. A
+// sealed erasure fragment (erasure.SealFragment: what clients, rebuild and
+// scrub write) carries in its header the CRC-32C of each 64 KiB block of
+// its shard, which its writer computed a moment before: the record's
+// checksum is combined from them and from the header and the padding
+// (package crc32c), so the write path does not read the shard a second
+// time (it was 4% of the CPU of random 4 KiB writes). A shard whose bytes
+// differ from its header's checksums makes the record fail its check when
+// an unsealed segment is scanned, as a torn record does; the fragment
+// fails every read's check anyway.
+func dataCRC(salt *[saltSize]byte, frag []byte) uint32 {
+	h, err := erasure.DecodeHeader(frag)
+	S := int(h.ShardSize)
+	if err != nil || len(frag) != erasure.FragmentSize(S) || len(h.CRCs) != (S+erasure.BlockSize-1)/erasure.BlockSize {
+		return saltedCRC(salt, frag)
+	}
+	hs := erasure.HeaderSize(S)
+	c := saltedCRC(salt, frag[:hs])
+	for i, bc := range h.CRCs {
+		if n := min(erasure.BlockSize, S-i*erasure.BlockSize); n == erasure.BlockSize {
+			c = blockShift.Combine(c, bc)
+		} else {
+			c = crc32c.Combine(c, bc, int64(n))
+		}
+	}
+	return crc32.Update(c, castagnoli, frag[hs+S:])
+}
+
+// blockShift combines the checksum of a whole erasure block.
+var blockShift = crc32c.ShiftFor(erasure.BlockSize)
 
 // encodeRecordHeader fills the header block hdr (Align bytes) for r.
 func encodeRecordHeader(hdr []byte, salt *[saltSize]byte, r *record) {
