@@ -147,7 +147,7 @@ type Options struct {
 	// background fold writes the stripes with extents in the oldest log
 	// stripes as new generations, and beyond 9/8 of it (the log stripes
 	// of write-backs in flight included) a writer waits for the folds
-	// (fold.go); 0: DefaultDeltaBudget or half the file's size,
+	// (fold.go); 0: DefaultDeltaBudget or 9/16 of the file's size,
 	// whichever is larger.
 	DeltaBudget int64
 	// FoldsInFlight bounds the stripes the client folds at once (default
