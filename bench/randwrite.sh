@@ -129,12 +129,16 @@ fio_job() {
 # written and milliseconds busy so far (/proc/diskstats).
 disk_dev=$(basename "$(findmnt -no SOURCE -T "$work")")
 diskstat() { awk -v d="$disk_dev" '$3 == d {printf "%.0f %.0f %d\n", $6 * 512, $10 * 512, $13}' /proc/diskstats; }
+# cpustat -> the CPU time the host took from this VM (steal) and all CPU
+# time so far, in ticks (/proc/stat): a phase the host slowed shows.
+cpustat() { awk '/^cpu / {print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 # phase NAME rw bs extra...: the local file, the null mount, then the
 # mount with the drive counters and the disk's read around it; results go
 # to $work/NAME.
 phase() {
-  local name=$1
+  local name=$1 st0 ct0 st1 ct1
   shift
+  read -r st0 ct0 < <(cpustat)
   read -r lb _ ls < <(fio_job "$work/local/rw.dat" "$@")
   read -r nb _ ns < <(fio_job "$work/null/rw.dat" "$@")
   local w0 p0 w1 p1 dr0 dw0 dt0 dr1 dw1 dt1
@@ -142,8 +146,9 @@ phase() {
   read -r dr0 dw0 dt0 < <(diskstat)
   read -r pb pn ps < <(fio_job "$work/mnt/rw.dat" "$@")
   read -r dr1 dw1 dt1 < <(diskstat)
+  read -r st1 ct1 < <(cpustat)
   w1=$(settle); p1=$(proc_written)
-  echo "$lb $ls $nb $ns $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max") $(pool_field used_raw) $((dr1 - dr0)) $((dw1 - dw0)) $((dt1 - dt0))" >"$work/$name"
+  echo "$lb $ls $nb $ns $pb $pn $ps $((w1 - w0)) $((p1 - p0)) $(du_now) $(cat "$work/du.max") $(pool_field used_raw) $((dr1 - dr0)) $((dw1 - dw0)) $((dt1 - dt0)) $((st1 - st0)) $((ct1 - ct0))" >"$work/$name"
   echo "$name done: $(cat "$work/$name")" >&2
 }
 
@@ -185,9 +190,9 @@ work, size_mib, k, m, du_gc, budget, verdict = sys.argv[1], int(sys.argv[2]), in
 MiB = 1 << 20
 rows = {}
 for name in ("seq", "rand64k", "rand4k"):
-    lb, ls, nb, ns, pb, pn, ps, dw, pw, du, dumax, used, kr, kw, kt = open(f"{work}/{name}").read().split()
+    lb, ls, nb, ns, pb, pn, ps, dw, pw, du, dumax, used, kr, kw, kt, st, ct = open(f"{work}/{name}").read().split()
     rows[name] = dict(lb=int(lb), ls=float(ls), nb=int(nb), ns=float(ns), pb=int(pb), ps=float(ps), dw=int(dw), pw=int(pw), du=int(du), dumax=int(dumax), used=int(used),
-                      kr=int(kr), kw=int(kw), kt=int(kt))
+                      kr=int(kr), kw=int(kw), kt=int(kt), steal=int(st) / max(1, int(ct)))
 sb, ss = open(f"{work}/sustained").read().split()
 sustained = int(sb) / float(ss) / 1e6
 # The committed raw bytes after the layout are the file's stripes; what a
@@ -242,12 +247,12 @@ for name in ("rand64k", "rand4k"):
         print(f"fio on the local file system writes {label[name]} at {lr:.0f} MB/s, above the disk's sequential O_DIRECT rate ({seq_local:.0f} MB/s): "
               "that figure is the host's cache under the virtual disk, not what the disk stores; the limit above is.")
 print()
-print("What the disk under all 12 drives did while fio ran through the mount (/proc/diskstats of the disk; the settling after the phase not included):")
+print("What the disk under all 12 drives did while fio ran through the mount (/proc/diskstats of the disk; the settling after the phase not included), and the CPU time the host took from this VM during the whole phase, its three fio runs (steal in /proc/stat: above a few percent, the phase's figures are the host's, not poolfs's):")
 print()
-print("| phase | disk read | disk written | disk busy | disk bytes (read + written) / user byte |")
-print("|---|---|---|---|---|")
+print("| phase | disk read | disk written | disk busy | disk bytes (read + written) / user byte | CPU stolen by the host |")
+print("|---|---|---|---|---|---|")
 for name, r in rows.items():
-    print(f"| {label[name]} | {mbs(r['kr'], r['ps']):.0f} MB/s | {mbs(r['kw'], r['ps']):.0f} MB/s | {min(100, r['kt'] / 10 / r['ps']):.0f}% | {(r['kr'] + r['kw']) / r['pb']:.2f} |")
+    print(f"| {label[name]} | {mbs(r['kr'], r['ps']):.0f} MB/s | {mbs(r['kw'], r['ps']):.0f} MB/s | {min(100, r['kt'] / 10 / r['ps']):.0f}% | {(r['kr'] + r['kw']) / r['pb']:.2f} | {100 * r['steal']:.1f}% |")
 live = (k + m) / k * size_mib * MiB
 dumax = max(r["dumax"] for r in rows.values())
 print()
