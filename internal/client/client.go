@@ -52,9 +52,10 @@ type Stripes interface {
 	StripeHeads(ctx context.Context, ino meta.Ino, first, last uint64) ([]meta.StripeRec, error)
 	CommitStripes(ctx context.Context, ino meta.Ino, commits []meta.StripeCommit, newSize uint64, mtime int64) (meta.Attr, error)
 	PoolUsage(ctx context.Context, pool uint32) (used, limit uint64, err error)
-	// GCList returns up to limit items of the collector's queue
-	// (meta.Store.GCList): what Options.GarbageLimit is measured against.
-	GCList(ctx context.Context, limit int) ([]meta.GCItem, error)
+	// GCBytes returns the raw bytes per drive of the first limit items
+	// of the collector's queue (meta.Store.GCBytes): what
+	// Options.GarbageLimit is measured against.
+	GCBytes(ctx context.Context, limit int) (map[uint32]int64, error)
 	// DropStripes removes the committed stripes in [first, last] (a hole
 	// punched in the file; see meta.Store.DropStripes).
 	DropStripes(ctx context.Context, ino meta.Ino, first, last uint64) (meta.Attr, error)

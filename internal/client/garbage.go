@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/meta"
 	"poolfs/internal/placement"
 )
 
@@ -24,10 +23,10 @@ import (
 // garbageStall. A collector that deletes nothing (stopped, or waiting for
 // drives that are down) holds no writer back; nor do fragments on drives
 // that are not up, which stay queued until their drive answers. The
-// queue's size is read from the metadata store (GCList, at most
-// garbageScan items) at most every garbageFresh, by one caller at a time.
+// queue's size is read from the metadata store (GCBytes, at most
+// garbageScan items, summed per drive) at most every garbageFresh, by one caller at a time.
 type garbageGate struct {
-	list  func(ctx context.Context, limit int) ([]meta.GCItem, error)
+	bytes func(ctx context.Context, limit int) (map[uint32]int64, error)
 	maps  func(ctx context.Context) (*clustermap.Map, error)
 	limit int64
 	fresh time.Duration // garbageFresh (tests shorten it)
@@ -57,8 +56,8 @@ func newGarbageGate(m Stripes, maps func(ctx context.Context) (*clustermap.Map, 
 	if limit <= 0 {
 		return nil
 	}
-	list := func(ctx context.Context, limit int) ([]meta.GCItem, error) { return m.GCList(ctx, limit) }
-	return &garbageGate{list: list, maps: maps, limit: limit, fresh: garbageFresh, stall: garbageStall}
+	bytes := func(ctx context.Context, limit int) (map[uint32]int64, error) { return m.GCBytes(ctx, limit) }
+	return &garbageGate{bytes: bytes, maps: maps, limit: limit, fresh: garbageFresh, stall: garbageStall}
 }
 
 // wait returns once the collector's queue is within the limit, or the
@@ -127,18 +126,13 @@ func (g *garbageGate) count(ctx context.Context) (bytes int64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	items, err := g.list(ctx, garbageScan)
+	per, err := g.bytes(ctx, garbageScan)
 	if err != nil {
 		return 0, false
 	}
-	for _, it := range items {
-		for _, id := range it.Drives {
-			if id == meta.NoDrive {
-				continue
-			}
-			if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
-				bytes += int64(it.ShardSize)
-			}
+	for id, n := range per {
+		if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
+			bytes += n
 		}
 	}
 	return bytes, true

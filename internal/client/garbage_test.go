@@ -21,14 +21,23 @@ type fakeQueue struct {
 	reads int
 }
 
-func (q *fakeQueue) list(_ context.Context, limit int) ([]meta.GCItem, error) {
+// bytes is meta.Store.GCBytes over q.
+func (q *fakeQueue) bytes(_ context.Context, limit int) (map[uint32]int64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.reads++
 	if q.err != nil {
 		return nil, q.err
 	}
-	return append([]meta.GCItem(nil), q.items[:min(limit, len(q.items))]...), nil
+	out := map[uint32]int64{}
+	for _, it := range q.items[:min(limit, len(q.items))] {
+		for _, id := range it.Drives {
+			if id != meta.NoDrive {
+				out[id] += int64(it.ShardSize)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (q *fakeQueue) set(n int, drive uint32, shard uint32) {
@@ -48,7 +57,7 @@ func testGate(t *testing.T, q *fakeQueue, limit int64) *garbageGate {
 	if _, err := m.SetState(1, clustermap.StateDown, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	g := &garbageGate{list: q.list, maps: func(context.Context) (*clustermap.Map, error) { return m, nil },
+	g := &garbageGate{bytes: q.bytes, maps: func(context.Context) (*clustermap.Map, error) { return m, nil },
 		limit: limit, fresh: 10 * time.Millisecond, stall: 300 * time.Millisecond}
 	return g
 }
@@ -138,7 +147,7 @@ func TestGarbageGate(t *testing.T) {
 		}
 	})
 	t.Run("a store that cannot say holds no writer", func(t *testing.T) {
-		q := &fakeQueue{err: errors.New("unknown method meta.GCList")}
+		q := &fakeQueue{err: errors.New("unknown method meta.GCBytes")}
 		if err := testGate(t, q, 1).wait(ctx); err != nil {
 			t.Fatal(err)
 		}

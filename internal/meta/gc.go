@@ -51,6 +51,25 @@ func (s *Store) GCList(ctx context.Context, limit int) ([]GCItem, error) {
 	return out, nil
 }
 
+// GCBytes returns, per drive, the raw fragment bytes (ShardSize a
+// fragment) of the first limit (<= 0: all) queued items: what the
+// collector has yet to delete there.
+func (s *Store) GCBytes(ctx context.Context, limit int) (map[uint32]int64, error) {
+	items, err := s.GCList(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint32]int64{}
+	for _, it := range items {
+		for _, id := range it.Drives {
+			if id != NoDrive {
+				out[id] += int64(it.ShardSize)
+			}
+		}
+	}
+	return out, nil
+}
+
 // GCDone removes the items seqs from the queue; unknown seqs are ignored.
 func (s *Store) GCDone(ctx context.Context, seqs []uint64) error {
 	err := s.update(ctx, func(o *op) error {

@@ -96,10 +96,10 @@ func (c *Client) DropStripes(ctx context.Context, ino meta.Ino, first, last uint
 	return call[meta.Attr](ctx, c, "meta.DropStripes", stripesArgs{ino, first, last})
 }
 
-// GCList returns up to limit items (1 to MaxGCList; others ask for
-// MaxGCList) of the collector's queue.
-func (c *Client) GCList(ctx context.Context, limit int) ([]meta.GCItem, error) {
-	return call[[]meta.GCItem](ctx, c, "meta.GCList", gcListArgs{limit})
+// GCBytes returns the raw bytes per drive of the first limit items (1 to
+// MaxGCList; others count MaxGCList) of the collector's queue.
+func (c *Client) GCBytes(ctx context.Context, limit int) (map[uint32]int64, error) {
+	return call[map[uint32]int64](ctx, c, "meta.GCBytes", gcListArgs{limit})
 }
 
 // PoolUsage returns the raw bytes used by a pool and its limit.

@@ -111,8 +111,8 @@ type poolArgs struct{ Pool uint32 }
 type usage struct{ Used, Limit uint64 }
 type gcListArgs struct{ Limit int }
 
-// MaxGCList is the most items of the collector's queue one meta.GCList
-// call returns: the count comes from the network.
+// MaxGCList is the most items of the collector's queue one meta.GCBytes
+// call counts: the count comes from the network.
 const MaxGCList = 4096
 
 // Register exposes st on s under the "meta." prefix.
@@ -163,11 +163,11 @@ func Register(s *rpc.Server, st *meta.Store) {
 	handle(s, "meta.DropStripes", func(ctx context.Context, a stripesArgs) (meta.Attr, error) {
 		return st.DropStripes(ctx, a.Ino, a.First, a.Last)
 	})
-	handle(s, "meta.GCList", func(ctx context.Context, a gcListArgs) ([]meta.GCItem, error) {
+	handle(s, "meta.GCBytes", func(ctx context.Context, a gcListArgs) (map[uint32]int64, error) {
 		if a.Limit <= 0 || a.Limit > MaxGCList {
 			a.Limit = MaxGCList
 		}
-		return st.GCList(ctx, a.Limit)
+		return st.GCBytes(ctx, a.Limit)
 	})
 	handle(s, "meta.PoolUsage", func(ctx context.Context, a poolArgs) (usage, error) {
 		u, l, err := st.PoolUsage(ctx, a.Pool)

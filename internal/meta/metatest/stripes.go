@@ -3,6 +3,7 @@ package metatest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -33,11 +34,37 @@ func commit(t *testing.T, s *meta.Store, ino meta.Ino, stripe, gen, old uint64) 
 	return a
 }
 
+// gcList returns the GC queue, and checks that GCBytes sums it per
+// drive (all of it, and its first item).
 func gcList(t *testing.T, s *meta.Store) []meta.GCItem {
 	t.Helper()
 	g, err := s.GCList(bg, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sum := func(items []meta.GCItem) map[uint32]int64 {
+		out := map[uint32]int64{}
+		for _, it := range items {
+			for _, id := range it.Drives {
+				if id != meta.NoDrive {
+					out[id] += int64(it.ShardSize)
+				}
+			}
+		}
+		return out
+	}
+	for _, limit := range []int{0, 1} {
+		want := sum(g)
+		if limit == 1 && len(g) > 0 {
+			want = sum(g[:1])
+		}
+		got, err := s.GCBytes(bg, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("GCBytes(%d) = %v, want %v (queue %+v)", limit, got, want, g)
+		}
 	}
 	return g
 }
