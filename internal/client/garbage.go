@@ -44,8 +44,10 @@ const (
 	// garbageFresh is how long a read of the queue's size is used.
 	garbageFresh = 100 * time.Millisecond
 	// garbageStall is how long a queue over the limit may stay as large
-	// or grow before writers stop waiting for the collector.
-	garbageStall = 2 * time.Second
+	// or grow before writers stop waiting for the collector: several of
+	// its rounds (a round deletes 32 items, 320 MiB of 8+2 stripes of
+	// 1 MiB units, before the queue shrinks), even on slow drives.
+	garbageStall = 5 * time.Second
 	// garbageScan bounds the queue items one read counts.
 	garbageScan = 1024
 	// DefaultGarbageLimit is Options.GarbageLimit's default.
