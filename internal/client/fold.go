@@ -168,7 +168,7 @@ func (f *File) budgetLocked() int64 {
 // "Space"). Random writes all over a file fold each region of stripes
 // about once per turn of the log, when its stripes' extents hold more
 // than budget/size of them. (At 8/16, random 64 KiB writes cost 3.3–3.5
-// drive bytes per user byte, at the 3.5 of the target; at 9/16, 3.05,
+// drive bytes per user byte, at the 3.5 of the target; at 9/16, 3.1,
 // with the cluster directory's peak 0.3 GiB higher: the garbage limit,
 // garbage.go, had made that room.)
 const deltaBudgetShare = 9
