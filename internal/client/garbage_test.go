@@ -29,15 +29,7 @@ func (q *fakeQueue) bytes(_ context.Context, limit int) (map[uint32]int64, error
 	if q.err != nil {
 		return nil, q.err
 	}
-	out := map[uint32]int64{}
-	for _, it := range q.items[:min(limit, len(q.items))] {
-		for _, id := range it.Drives {
-			if id != meta.NoDrive {
-				out[id] += int64(it.ShardSize)
-			}
-		}
-	}
-	return out, nil
+	return meta.GCItemBytes(q.items[:min(limit, len(q.items))]), nil
 }
 
 func (q *fakeQueue) set(n int, drive uint32, shard uint32) {

@@ -22,25 +22,14 @@ func TestRemoteGCBytes(t *testing.T) {
 	if err != nil || len(items) < 2 {
 		t.Fatalf("store queue: %v, %v", items, err)
 	}
-	sum := func(items []meta.GCItem) map[uint32]int64 {
-		out := map[uint32]int64{}
-		for _, it := range items {
-			for _, id := range it.Drives {
-				if id != meta.NoDrive {
-					out[id] += int64(it.ShardSize)
-				}
-			}
-		}
-		return out
-	}
 	for _, limit := range []int{0, -5, 1, 1 << 30} {
 		got, err := conn.Meta.GCBytes(ctx, limit)
 		if err != nil {
 			t.Fatalf("GCBytes(%d): %v", limit, err)
 		}
-		want := sum(items)
+		want := meta.GCItemBytes(items)
 		if limit == 1 {
-			want = sum(items[:1])
+			want = meta.GCItemBytes(items[:1])
 		}
 		if len(want) == 0 || !maps.Equal(got, want) {
 			t.Fatalf("GCBytes(%d) over the network = %v, want %v", limit, got, want)

@@ -51,14 +51,20 @@ func (s *Store) GCList(ctx context.Context, limit int) ([]GCItem, error) {
 	return out, nil
 }
 
-// GCBytes returns, per drive, the raw fragment bytes (ShardSize a
-// fragment) of the first limit (<= 0: all) queued items: what the
-// collector has yet to delete there.
+// GCBytes returns, per drive, the raw fragment bytes of the first limit
+// (<= 0: all) queued items (GCItemBytes): what the collector has yet to
+// delete there.
 func (s *Store) GCBytes(ctx context.Context, limit int) (map[uint32]int64, error) {
 	items, err := s.GCList(ctx, limit)
 	if err != nil {
 		return nil, err
 	}
+	return GCItemBytes(items), nil
+}
+
+// GCItemBytes sums the raw bytes of items' fragments (ShardSize each) per
+// drive; NoDrive holds nothing.
+func GCItemBytes(items []GCItem) map[uint32]int64 {
 	out := map[uint32]int64{}
 	for _, it := range items {
 		for _, id := range it.Drives {
@@ -67,7 +73,7 @@ func (s *Store) GCBytes(ctx context.Context, limit int) (map[uint32]int64, error
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // GCDone removes the items seqs from the queue; unknown seqs are ignored.

@@ -42,21 +42,10 @@ func gcList(t *testing.T, s *meta.Store) []meta.GCItem {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := func(items []meta.GCItem) map[uint32]int64 {
-		out := map[uint32]int64{}
-		for _, it := range items {
-			for _, id := range it.Drives {
-				if id != meta.NoDrive {
-					out[id] += int64(it.ShardSize)
-				}
-			}
-		}
-		return out
-	}
 	for _, limit := range []int{0, 1} {
-		want := sum(g)
+		want := meta.GCItemBytes(g)
 		if limit == 1 && len(g) > 0 {
-			want = sum(g[:1])
+			want = meta.GCItemBytes(g[:1])
 		}
 		got, err := s.GCBytes(bg, limit)
 		if err != nil {
