@@ -58,7 +58,7 @@ func newGarbageGate(m Stripes, maps func(ctx context.Context) (*clustermap.Map, 
 	if limit <= 0 {
 		return nil
 	}
-	bytes := func(ctx context.Context, limit int) (map[uint32]int64, error) { return m.GCBytes(ctx, limit) }
+	bytes := func(ctx context.Context, n int) (map[uint32]int64, error) { return m.GCBytes(ctx, n) }
 	return &garbageGate{bytes: bytes, maps: maps, limit: limit, fresh: garbageFresh, stall: garbageStall}
 }
 

@@ -61,6 +61,19 @@ func waitFor(g *garbageGate, ctx context.Context) <-chan error {
 	return ch
 }
 
+// ended returns what the wait of done returned, failing with what if it
+// has not returned within 5 s.
+func ended(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
+		return nil
+	}
+}
+
 func TestGarbageGate(t *testing.T) {
 	ctx := context.Background()
 	t.Run("within the limit", func(t *testing.T) {
@@ -87,13 +100,8 @@ func TestGarbageGate(t *testing.T) {
 			}
 			q.set(n, 0, 100)
 		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("still waiting with the queue within the limit")
+		if err := ended(t, done, "still waiting with the queue within the limit"); err != nil {
+			t.Fatal(err)
 		}
 		if d := time.Since(start); d < 400*time.Millisecond {
 			t.Fatalf("waited %v, the queue took 500 ms to shrink", d)
@@ -153,13 +161,8 @@ func TestGarbageGate(t *testing.T) {
 		done := waitFor(g, cctx)
 		time.Sleep(30 * time.Millisecond)
 		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("wait = %v, want context.Canceled", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("wait did not end with its context")
+		if err := ended(t, done, "wait did not end with its context"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("wait = %v, want context.Canceled", err)
 		}
 	})
 	t.Run("one read for many writers", func(t *testing.T) {

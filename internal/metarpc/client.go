@@ -97,9 +97,9 @@ func (c *Client) DropStripes(ctx context.Context, ino meta.Ino, first, last uint
 }
 
 // GCBytes returns the raw bytes per drive of the first limit items (1 to
-// MaxGCList; others count MaxGCList) of the collector's queue.
+// MaxGCBytesItems; others count MaxGCBytesItems) of the collector's queue.
 func (c *Client) GCBytes(ctx context.Context, limit int) (map[uint32]int64, error) {
-	return call[map[uint32]int64](ctx, c, "meta.GCBytes", gcListArgs{limit})
+	return call[map[uint32]int64](ctx, c, "meta.GCBytes", gcBytesArgs{limit})
 }
 
 // PoolUsage returns the raw bytes used by a pool and its limit.

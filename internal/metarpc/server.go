@@ -109,11 +109,11 @@ type commitArgs struct {
 }
 type poolArgs struct{ Pool uint32 }
 type usage struct{ Used, Limit uint64 }
-type gcListArgs struct{ Limit int }
+type gcBytesArgs struct{ Limit int }
 
-// MaxGCList is the most items of the collector's queue one meta.GCBytes
+// MaxGCBytesItems is the most items of the collector's queue one meta.GCBytes
 // call counts: the count comes from the network.
-const MaxGCList = 4096
+const MaxGCBytesItems = 4096
 
 // Register exposes st on s under the "meta." prefix.
 func Register(s *rpc.Server, st *meta.Store) {
@@ -163,9 +163,9 @@ func Register(s *rpc.Server, st *meta.Store) {
 	handle(s, "meta.DropStripes", func(ctx context.Context, a stripesArgs) (meta.Attr, error) {
 		return st.DropStripes(ctx, a.Ino, a.First, a.Last)
 	})
-	handle(s, "meta.GCBytes", func(ctx context.Context, a gcListArgs) (map[uint32]int64, error) {
-		if a.Limit <= 0 || a.Limit > MaxGCList {
-			a.Limit = MaxGCList
+	handle(s, "meta.GCBytes", func(ctx context.Context, a gcBytesArgs) (map[uint32]int64, error) {
+		if a.Limit <= 0 || a.Limit > MaxGCBytesItems {
+			a.Limit = MaxGCBytesItems
 		}
 		return st.GCBytes(ctx, a.Limit)
 	})
