@@ -286,8 +286,17 @@ func (c *stripeCache) clear() {
 }
 
 // headerCache remembers decoded fragment headers. Fragment keys name
-// immutable bytes, so an entry never goes stale.
+// immutable bytes, so an entry never goes stale. It is split into
+// headerShards LRU lists by key, each with its own lock: every ranged read
+// looks a header up, and under random 4 KiB writes the one lock was where
+// the folds' and readers' goroutines waited most (`--mutexprofile`).
 type headerCache struct {
+	shards [headerShards]headerShard
+}
+
+const headerShards = 16
+
+type headerShard struct {
 	mu  sync.Mutex
 	max int
 	lru *list.List
@@ -299,31 +308,45 @@ type headerItem struct {
 	h   erasure.Header
 }
 
+// newHeaderCache returns a cache of about n headers (at least one a shard).
 func newHeaderCache(n int) *headerCache {
-	return &headerCache{max: n, lru: list.New(), m: map[erasure.FragmentKey]*list.Element{}}
+	c := &headerCache{}
+	for i := range c.shards {
+		c.shards[i] = headerShard{max: max(1, n/headerShards), lru: list.New(), m: map[erasure.FragmentKey]*list.Element{}}
+	}
+	return c
+}
+
+// shard returns the shard of key k: the fragments of one stripe spread
+// over the shards, as do the stripes of one file.
+func (c *headerCache) shard(k erasure.FragmentKey) *headerShard {
+	h := k.Ino*0x9e3779b97f4a7c15 ^ k.Stripe*0xbf58476d1ce4e5b9 ^ k.Gen*0x94d049bb133111eb ^ uint64(k.Index)
+	return &c.shards[(h^h>>29)%headerShards]
 }
 
 func (c *headerCache) get(k erasure.FragmentKey) (erasure.Header, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.lru.MoveToFront(e)
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[k]; ok {
+		s.lru.MoveToFront(e)
 		return e.Value.(*headerItem).h, true
 	}
 	return erasure.Header{}, false
 }
 
 func (c *headerCache) put(k erasure.FragmentKey, h erasure.Header) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[k]; ok {
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[k]; ok {
 		return
 	}
-	c.m[k] = c.lru.PushFront(&headerItem{k, h})
-	for c.lru.Len() > c.max {
-		e := c.lru.Back()
-		c.lru.Remove(e)
-		delete(c.m, e.Value.(*headerItem).key)
+	s.m[k] = s.lru.PushFront(&headerItem{k, h})
+	for s.lru.Len() > s.max {
+		e := s.lru.Back()
+		s.lru.Remove(e)
+		delete(s.m, e.Value.(*headerItem).key)
 	}
 }
 
