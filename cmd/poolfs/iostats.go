@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"poolfs/internal/client"
 	"poolfs/internal/fusefs"
 	"poolfs/internal/iostats"
 	"poolfs/internal/metrics"
@@ -30,10 +31,11 @@ func (f *statsFlags) add(cmd *cobra.Command) {
 		"how often the mount reports its operations per job to the management service (0: never)")
 }
 
-// start counts the mount's operations per job in o and, every interval,
+// start counts the mount's operations per job in o (and exports them with
+// what held cl's writers back, if f.reg is set) and, every interval,
 // reports them with send. The returned function stops reporting after a
 // last report; call it once the file system is unmounted.
-func (f *statsFlags) start(o *fusefs.Options, mountDir string, send iostats.Sender) (func(), error) {
+func (f *statsFlags) start(o *fusefs.Options, cl *client.Client, mountDir string, send iostats.Sender) (func(), error) {
 	vars, err := iostats.ParseJobVars(f.jobVars)
 	if err != nil {
 		return nil, fmt.Errorf("--jobid-var: %w", err)
@@ -44,6 +46,7 @@ func (f *statsFlags) start(o *fusefs.Options, mountDir string, send iostats.Send
 	o.Stats, o.Jobs = iostats.NewRecorder(), iostats.NewJobResolver(vars, "")
 	if f.reg != nil {
 		f.reg.MustRegister(metrics.ClientCollector(o.Stats))
+		f.reg.MustRegister(metrics.ClientHeldCollector(func() []metrics.Held { return heldSeries(cl.Held()) }))
 	}
 	if f.interval == 0 {
 		return func() {}, nil
@@ -58,4 +61,12 @@ func (f *statsFlags) start(o *fusefs.Options, mountDir string, send iostats.Send
 		rep.Run(ctx, f.interval)
 	}()
 	return func() { cancel(); wg.Wait() }, nil
+}
+
+// heldSeries is h as the series of metrics.ClientHeldCollector.
+func heldSeries(h client.HeldStats) []metrics.Held {
+	return []metrics.Held{
+		{Reason: "garbage", Waits: h.Garbage.Waits, Seconds: h.Garbage.Wait.Seconds()},
+		{Reason: "folds", Waits: h.Folds.Waits, Seconds: h.Folds.Wait.Seconds()},
+	}
 }

@@ -203,7 +203,7 @@ scrape_configs:
 	if r := query(t, prom, "poolfs_pool_raw_bytes"); len(r.Data.Result) != 1 || r.Data.Result[0].Value[1] != fmt.Sprint(st.Pools[0].Capacity.Raw) {
 		t.Fatalf("poolfs_pool_raw_bytes %+v, status says %d", r, st.Pools[0].Capacity.Raw)
 	}
-	for _, q := range []string{`poolfs_drive_written_bytes_total > 0`, `poolfs_client_written_bytes_total >= 2500000`,
+	for _, q := range []string{`poolfs_drive_written_bytes_total > 0`, `poolfs_client_written_bytes_total >= 2500000`, `poolfs_client_held_total{reason="garbage"} == 0`,
 		`poolfs_rpc_requests_total{method="storage.Stat"}`, `poolfs_drive_state{state="up"} == 1`} {
 		if r := query(t, prom, q); r.Status != "success" || len(r.Data.Result) == 0 {
 			t.Fatalf("%s: %+v", q, r)

@@ -94,7 +94,7 @@ Ctrl-C or SIGTERM unmounts (lazily if the mount is busy); so does umount MOUNTPO
 			if reg != nil {
 				mf.stats.reg = reg
 			}
-			stopStats, err := mf.stats.start(&o, abs, conn.Mgmt.ReportIO)
+			stopStats, err := mf.stats.start(&o, conn.Client, abs, conn.Mgmt.ReportIO)
 			if err != nil {
 				notifyMountStarted(err)
 				return err
@@ -176,7 +176,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		mf.uring = os.Geteuid() == 0 && c.Config.Meta == ""
 	}
 	o := mf.options()
-	stopStats, err := mf.stats.start(&o, abs, func(_ context.Context, r *iostats.Report) error {
+	stopStats, err := mf.stats.start(&o, cl, abs, func(_ context.Context, r *iostats.Report) error {
 		c.Mgmt.ReportIO(r)
 		return nil
 	})

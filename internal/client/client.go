@@ -231,6 +231,9 @@ type Client struct {
 	unsynced unsynced     // drives with deferred writes no Sync covered (sync.go)
 	space    *spaceGate   // admission of buffered writes (space.go)
 	garbage  *garbageGate // writes over committed generations wait for the collector (garbage.go)
+	// heldGarbage and heldFolds count the waits of writers held back by
+	// the garbage gate and by the folds (Held, held.go).
+	heldGarbage, heldFolds heldCounter
 
 	refresh sync.Mutex          // held by the caller of Map fetching an old map again
 	lat     *stripeio.Latencies // fragment-read latency per drive, for hedging
@@ -311,7 +314,7 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	c.mu.avoidPG = map[uint32]avoidPG{}
 	c.mu.orders = map[uint32]*orderOf{}
 	c.space = newSpaceGate(m)
-	c.garbage = newGarbageGate(m, c.Map, opts.GarbageLimit)
+	c.garbage = newGarbageGate(m, c.Map, opts.GarbageLimit, &c.heldGarbage)
 	if opts.LogCache > 0 {
 		c.logs = newLogCache(opts.LogCache)
 	}

@@ -92,6 +92,11 @@ func TestDeltaLogBounded(t *testing.T) {
 		t.Fatalf("the delta log held %d bytes, more than %d (budget %d)", most, bound, budget)
 	}
 	t.Logf("most delta bytes seen: %d (budget %d)", most, budget)
+	// The writer went at the folds' pace, and Held says so.
+	if h := conn.Client.Held(); h.Folds.Waits == 0 || h.Folds.Wait <= 0 || h.Garbage != (client.Held{}) {
+		t.Fatalf("held %+v: want waits for the folds, none for the collector", h)
+	}
+	t.Logf("held: %+v", conn.Client.Held())
 	if err := f.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,7 @@
 // than Options.GarbageLimit raw bytes on up drives and the collector is
 // shrinking it, so writers that replace stripes faster than the drives
 // delete the old ones do not pile old generations up on the drives.
+// Client.Held counts the waits on the collector and on the folds (held.go).
 //
 // Every stripe is read and repaired with its own scheme (the record's K):
 // a small file's stripe 0 is written as a mirror of 1+M copies, and a

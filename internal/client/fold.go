@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"poolfs/internal/meta"
 )
@@ -286,8 +287,15 @@ func (f *File) foldInBackground(s uint64) {
 // released while it waits.
 func (f *File) foldBackpressureLocked() {
 	fs := &f.mu.fold
+	var start time.Time
 	for fs.logBytes+fs.pending > f.budgetLocked()*9/8 && len(fs.running) > 0 {
+		if start.IsZero() {
+			start = time.Now()
+		}
 		f.wb.idle.Wait()
+	}
+	if !start.IsZero() {
+		f.c.heldFolds.add(start)
 	}
 }
 

@@ -73,5 +73,10 @@ func TestFoldWaitsForCollector(t *testing.T) {
 	if ext, logs := deltaStats(t, conn, ino); ext != 0 || logs != 0 {
 		t.Fatalf("after the fold: %d extents in %d logs", ext, logs)
 	}
+	// Held counts the folds' stripes that waited, the first at least the
+	// 500 ms above.
+	if h := conn.Client.Held().Garbage; h.Waits == 0 || h.Wait < 500*time.Millisecond {
+		t.Fatalf("held for the collector: %+v", h)
+	}
 	checkFile(t, fresh(conn), ino, ref, "after a fold that waited for the collector")
 }

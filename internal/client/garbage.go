@@ -31,6 +31,7 @@ type garbageGate struct {
 	limit int64
 	fresh time.Duration // garbageFresh (tests shorten it)
 	stall time.Duration // garbageStall
+	held  *heldCounter  // counts the waits (Client.Held)
 	mu    struct {
 		sync.Mutex
 		bytes    int64     // the queue's raw bytes on up drives, as last read
@@ -54,12 +55,14 @@ const (
 	DefaultGarbageLimit = 512 << 20
 )
 
-func newGarbageGate(m Stripes, maps func(ctx context.Context) (*clustermap.Map, error), limit int64) *garbageGate {
+// newGarbageGate returns the gate of limit bytes (nil: none, for a limit
+// <= 0) over m's queue; its waits are counted in held.
+func newGarbageGate(m Stripes, maps func(ctx context.Context) (*clustermap.Map, error), limit int64, held *heldCounter) *garbageGate {
 	if limit <= 0 {
 		return nil
 	}
 	bytes := func(ctx context.Context, n int) (map[uint32]int64, error) { return m.GCBytes(ctx, n) }
-	return &garbageGate{bytes: bytes, maps: maps, limit: limit, fresh: garbageFresh, stall: garbageStall}
+	return &garbageGate{bytes: bytes, maps: maps, limit: limit, fresh: garbageFresh, stall: garbageStall, held: held}
 }
 
 // wait returns once the collector's queue is within the limit, or the
@@ -68,15 +71,23 @@ func (g *garbageGate) wait(ctx context.Context) error {
 	if g == nil {
 		return nil
 	}
+	var start time.Time
 	for {
 		bytes, shrunk := g.read(ctx)
 		if bytes <= g.limit || time.Since(shrunk) > g.stall {
+			if !start.IsZero() {
+				g.held.add(start)
+			}
 			return nil
+		}
+		if start.IsZero() {
+			start = time.Now()
 		}
 		t := time.NewTimer(g.fresh / 2)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			g.held.add(start)
 			return ctx.Err()
 		case <-t.C:
 		}

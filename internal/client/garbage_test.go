@@ -50,7 +50,7 @@ func testGate(t *testing.T, q *fakeQueue, limit int64) *garbageGate {
 		t.Fatal(err)
 	}
 	g := &garbageGate{bytes: q.bytes, maps: func(context.Context) (*clustermap.Map, error) { return m, nil },
-		limit: limit, fresh: 10 * time.Millisecond, stall: 300 * time.Millisecond}
+		limit: limit, fresh: 10 * time.Millisecond, stall: 300 * time.Millisecond, held: &heldCounter{}}
 	return g
 }
 
@@ -79,8 +79,12 @@ func TestGarbageGate(t *testing.T) {
 	t.Run("within the limit", func(t *testing.T) {
 		q := &fakeQueue{}
 		q.set(10, 0, 100) // 1000 bytes
-		if err := testGate(t, q, 1000).wait(ctx); err != nil {
+		g := testGate(t, q, 1000)
+		if err := g.wait(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if h := g.held.load(); h != (Held{}) {
+			t.Fatalf("a writer that did not wait was counted: %+v", h)
 		}
 	})
 	t.Run("waits while the collector shrinks the queue", func(t *testing.T) {
@@ -103,8 +107,12 @@ func TestGarbageGate(t *testing.T) {
 		if err := ended(t, done, "still waiting with the queue within the limit"); err != nil {
 			t.Fatal(err)
 		}
-		if d := time.Since(start); d < 400*time.Millisecond {
+		d := time.Since(start)
+		if d < 400*time.Millisecond {
 			t.Fatalf("waited %v, the queue took 500 ms to shrink", d)
+		}
+		if h := g.held.load(); h.Waits != 1 || h.Wait < 400*time.Millisecond || h.Wait > d {
+			t.Fatalf("counted %+v for one wait of %v", h, d)
 		}
 	})
 	t.Run("a collector that deletes nothing holds no writer", func(t *testing.T) {
@@ -163,6 +171,9 @@ func TestGarbageGate(t *testing.T) {
 		cancel()
 		if err := ended(t, done, "wait did not end with its context"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("wait = %v, want context.Canceled", err)
+		}
+		if h := g.held.load(); h.Waits != 1 || h.Wait < 30*time.Millisecond {
+			t.Fatalf("counted %+v for a wait of 30 ms ended by its context", h)
 		}
 	})
 	t.Run("one read for many writers", func(t *testing.T) {

@@ -66,3 +66,39 @@ func HistogramMetric(desc *prometheus.Desc, h *iostats.Histogram, labels ...stri
 	})
 	return prometheus.MustNewConstHistogram(desc, h.Count(), sum, buckets, labels...)
 }
+
+var (
+	clientHeld = prometheus.NewDesc("poolfs_client_held_total",
+		"Writes the mount held back, by reason: garbage (the collector's queue over the client's garbage limit), folds (a file's delta log over its budget).", []string{"reason"}, nil)
+	clientHeldSec = prometheus.NewDesc("poolfs_client_held_seconds_total",
+		"Time the writes the mount held back waited, by reason.", []string{"reason"}, nil)
+)
+
+// Held is how often and how long a mount held writes back for one reason.
+type Held struct {
+	Reason  string
+	Waits   uint64
+	Seconds float64
+}
+
+// clientHeldCollector reads what held a mount's writers back at each
+// scrape.
+type clientHeldCollector struct{ read func() []Held }
+
+// ClientHeldCollector returns the collector of the writes a mount held
+// back; read returns the totals so far, one per reason.
+func ClientHeldCollector(read func() []Held) prometheus.Collector {
+	return clientHeldCollector{read}
+}
+
+func (c clientHeldCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- clientHeld
+	ch <- clientHeldSec
+}
+
+func (c clientHeldCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, h := range c.read() {
+		ch <- prometheus.MustNewConstMetric(clientHeld, prometheus.CounterValue, float64(h.Waits), h.Reason)
+		ch <- prometheus.MustNewConstMetric(clientHeldSec, prometheus.CounterValue, h.Seconds, h.Reason)
+	}
+}

@@ -155,6 +155,31 @@ func TestClientCollector(t *testing.T) {
 	}
 }
 
+// TestClientHeldCollector: what held a mount's writers back, a series per
+// reason, read at each scrape.
+func TestClientHeldCollector(t *testing.T) {
+	held := []Held{{Reason: "garbage", Waits: 3, Seconds: 1.5}, {Reason: "folds"}}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(ClientHeldCollector(func() []Held { return held }))
+	for _, c := range []struct {
+		name, reason string
+		want         float64
+	}{
+		{"poolfs_client_held_total", "garbage", 3},
+		{"poolfs_client_held_seconds_total", "garbage", 1.5},
+		{"poolfs_client_held_total", "folds", 0},
+		{"poolfs_client_held_seconds_total", "folds", 0},
+	} {
+		if v := value(t, reg, c.name, c.reason); v != c.want {
+			t.Fatalf("%s{%s} = %v, want %v", c.name, c.reason, v, c.want)
+		}
+	}
+	held[1] = Held{Reason: "folds", Waits: 7, Seconds: 0.25}
+	if v := value(t, reg, "poolfs_client_held_total", "folds"); v != 7 {
+		t.Fatalf("a second scrape read %v folds waits, want 7", v)
+	}
+}
+
 // TestNamesFollowConventions: promlint finds nothing wrong with the names,
 // units and help of the shared instruments.
 func TestNamesFollowConventions(t *testing.T) {
@@ -165,6 +190,7 @@ func TestNamesFollowConventions(t *testing.T) {
 	rec := iostats.NewRecorder()
 	rec.Record("", iostats.Read, 1, time.Millisecond)
 	reg.MustRegister(ClientCollector(rec))
+	reg.MustRegister(ClientHeldCollector(func() []Held { return []Held{{Reason: "folds", Waits: 1, Seconds: 1}} }))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
