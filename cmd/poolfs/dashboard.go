@@ -101,11 +101,13 @@ func firstAdmin(dir string, users *dashboard.Users, f dashFlags) error {
 }
 
 // startDashboard serves the dashboard of the running cluster in dir (its
-// management service: `poolfs up` or `poolfs mgmt`) until
-// ctx ends; the returned function stops it (and saves its history). A
+// management service: `poolfs up` or `poolfs mgmt`, reached with secret,
+// the one the service started with, not the file's, which may have
+// changed since) until ctx ends; the returned function stops it (and
+// saves its history). A
 // default address already in use is a warning, not an error: another
 // cluster's dashboard may hold it.
-func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logger) (func(), error) {
+func startDashboard(ctx context.Context, dir string, secret []byte, f dashFlags, log *slog.Logger) (func(), error) {
 	if f.addr == "" {
 		return func() {}, nil
 	}
@@ -134,7 +136,7 @@ func startDashboard(ctx context.Context, dir string, f dashFlags, log *slog.Logg
 	}
 	// The dashboard is a client of the management service only (not of
 	// the metadata service, which may start later on another machine).
-	info, secret, err := cluster.ReadInfo(dir)
+	info, _, err := cluster.ReadInfo(dir)
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -69,7 +69,7 @@ and take over within 10 s of its death (docs/multihost.md).`,
 				return err
 			}
 			defer stopMetrics()
-			stopDash, err := startDashboard(cmd.Context(), g.dir, df, cfg.Logger)
+			stopDash, err := startDashboard(cmd.Context(), g.dir, n.Secret(), df, cfg.Logger)
 			if err != nil {
 				return err
 			}

@@ -156,10 +156,7 @@ func serveMount(ctx context.Context, c *client.Client, dir string, o fusefs.Opti
 // calls the returned function (unmount, disconnect) before stopping the
 // cluster.
 func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
-	_, secret, err := cluster.ReadInfo(c.Config.Dir)
-	if err != nil {
-		return nil, err
-	}
+	secret := c.Secret()
 	abs, err := mountPoint(dir)
 	if err != nil {
 		return nil, err

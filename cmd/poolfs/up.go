@@ -91,7 +91,7 @@ with all its data. Ctrl-C or SIGTERM stops it cleanly.`,
 				fmt.Printf("metadata: PostgreSQL %s\n", postgres.Redact(cfg.Meta))
 			}
 			printPools(os.Stdout, st)
-			stopDash, err := startDashboard(cmd.Context(), c.Config.Dir, df, cfg.Logger)
+			stopDash, err := startDashboard(cmd.Context(), c.Config.Dir, c.Secret(), df, cfg.Logger)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,7 @@ type Cluster struct {
 	Store  *meta.Store
 
 	log     *slog.Logger
+	secret  []byte // the cluster secret, as read at Start
 	lock    *os.File
 	engine  meta.Engine
 	rpc     *rpc.Server
@@ -47,6 +49,12 @@ type Cluster struct {
 	wg      sync.WaitGroup
 	closeMu sync.Once
 }
+
+// Secret returns the cluster secret the services started with. Clients in
+// this process (the dashboard, an in-process mount) use it rather than the
+// file: the file may have changed since, and then the services still
+// serve the secret they read.
+func (c *Cluster) Secret() []byte { return slices.Clone(c.secret) }
 
 // Start starts (or resumes) the cluster in cfg.Dir.
 func Start(ctx context.Context, cfg Config) (*Cluster, error) {
@@ -131,6 +139,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.secret = secret
 	if _, err := loadOrCreateID(cfg.Dir); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,7 @@ type MgmtNode struct {
 	Mgmt     *mgmt.Service
 	Registry *mgmt.Registry
 
+	secret []byte // the cluster secret, as read at StartMgmt
 	engine meta.Engine
 	rpc    *rpc.Server
 	dialer *storage.Dialer
@@ -52,6 +54,10 @@ type MgmtNode struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 }
+
+// Secret returns the cluster secret the service started with (see
+// Cluster.Secret).
+func (n *MgmtNode) Secret() []byte { return slices.Clone(n.secret) }
 
 // StartMgmt starts the management service of the cluster in cfg.Dir over
 // the database cfg.DB. Several may run at once: the one holding the
@@ -89,7 +95,7 @@ func StartMgmt(ctx context.Context, cfg MgmtConfig) (*MgmtNode, error) {
 		lock.Close()
 		return nil, err
 	}
-	n := &MgmtNode{lock: lock}
+	n := &MgmtNode{lock: lock, secret: secret}
 	n.engine, err = OpenEngine(ctx, cfg.Dir, cfg.DB, log)
 	if err != nil {
 		lock.Close()
