@@ -149,7 +149,8 @@ type Options struct {
 	// stripes as new generations, and beyond 9/8 of it (the log stripes
 	// of write-backs in flight included) a writer waits for the folds
 	// (fold.go); 0: DefaultDeltaBudget or 9/16 of the file's size,
-	// whichever is larger.
+	// whichever is larger. Either way it is at most half the room the
+	// log and the pool's free space make together.
 	DeltaBudget int64
 	// FoldsInFlight bounds the stripes the client folds at once (default
 	// DefaultFoldsInFlight).

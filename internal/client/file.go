@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -451,7 +452,12 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 		}
 	}
 	if len(logged) > 0 {
-		if err := f.logDeltasLocked(ctx, logged, cur); err != nil {
+		if err := f.logDeltasLocked(ctx, logged, cur); errors.Is(err, ErrPoolFull) {
+			// No room for the log stripes: the stripes are written as
+			// new generations of the same length, which need none.
+			rest = append(rest, logged...)
+			slices.Sort(rest)
+		} else if err != nil {
 			return err
 		}
 	}

@@ -155,12 +155,23 @@ func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, lo
 }
 
 // budgetLocked is the most bytes the File's delta log keeps
-// (Options.DeltaBudget).
+// (Options.DeltaBudget), and at most half the room that the log and the
+// pool's free space make together: a pool filling up folds the log more
+// often rather than let it take the room other writes need (the log is
+// space that folds give back; a pool without room for log stripes makes
+// small writes rewrite whole stripes, writeBatch).
 func (f *File) budgetLocked() int64 {
-	if b := f.c.opts.DeltaBudget; b > 0 {
-		return b
+	b := f.c.opts.DeltaBudget
+	if b <= 0 {
+		b = max(DefaultDeltaBudget, f.mu.size*deltaBudgetShare/16)
 	}
-	return max(DefaultDeltaBudget, f.mu.size*deltaBudgetShare/16)
+	lay := f.mu.attr.Layout
+	if free, ok := f.c.space.free(lay.Pool); ok && lay.K > 0 {
+		// free is raw bytes; the budget counts user bytes.
+		user := int64(free / uint64(lay.K+lay.M) * uint64(lay.K))
+		b = min(b, (f.mu.fold.logBytes+user)/2)
+	}
+	return b
 }
 
 // deltaBudgetShare is the default delta budget's share of the file's

@@ -113,6 +113,28 @@ func (g *spaceGate) refresh(pool uint32) {
 	g.mu.Unlock()
 }
 
+// free returns the raw bytes pool has left beyond its usage and what this
+// client's dirty stripes hold, as last fetched; known is false for a pool
+// without a limit or not fetched yet. A figure older than spaceFresh is
+// fetched again in the background, as reserve does.
+func (g *spaceGate) free(pool uint32) (free uint64, known bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ps := g.mu.pools[pool]
+	if ps == nil {
+		ps = &poolSpace{}
+		g.mu.pools[pool] = ps
+	}
+	if !ps.refreshing && time.Since(ps.fetched) >= spaceFresh {
+		ps.refreshing = true
+		go g.refresh(pool)
+	}
+	if ps.fetched.IsZero() || ps.limit == 0 {
+		return 0, false
+	}
+	return ps.limit - min(ps.limit, ps.used+ps.reserved), true
+}
+
 // done ends a reservation of n bytes of pool; committed ones now count as
 // used.
 func (g *spaceGate) done(pool uint32, n uint64, committed bool) {

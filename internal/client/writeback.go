@@ -227,6 +227,15 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 			res.attr, res.hasAttr, res.cur, res.logs, res.commits = a, true, cur, logs, commits
 			break
 		}
+		if errors.Is(err, ErrPoolFull) {
+			// The pool has no room for the log stripes: write the
+			// stripes as new generations instead, which replace
+			// generations of the same length and need none.
+			f.c.discard(ctx, b.ino, commits)
+			logs, commits = nil, nil
+			clear(logged)
+			continue
+		}
 		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
 			if !errors.Is(err, errStopped) {
 				f.c.discard(ctx, b.ino, commits)

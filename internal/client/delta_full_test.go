@@ -1,0 +1,102 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"poolfs/internal/client"
+)
+
+// TestFullPoolWritesStripesInstead: a pool with no room for log stripes
+// still takes small overwrites of committed data, in the background
+// write-backs and in flush's own: they are written as new generations of
+// the same length, which need no room, and read back as written. (Before,
+// every such write failed with ErrPoolFull at its fsync, though it needed
+// no space in the end: a 700 MiB file in a 1 GiB pool took a few thousand
+// random 64 KiB writes and then none.)
+func TestFullPoolWritesStripesInstead(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		window int // StripesInFlight: small, write-backs in the background
+		writes int
+	}{
+		{"background write-backs", 2, 400},
+		{"flush's write-back", 64, 40},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := startWith(t, client.Options{StripesInFlight: c.window})
+			const size = 8 << 20
+			f, ref := written(t, conn, "f", size)
+			ino := f.Attr().Ino
+			pool := f.Attr().Layout.Pool
+			used, _, err := conn.Meta.PoolUsage(ctx, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Room for no log stripe.
+			if err := conn.Meta.SetPoolLimit(ctx, pool, used+4096); err != nil {
+				t.Fatal(err)
+			}
+			randomWrites(t, f, ref, c.writes, 8<<10)
+			if err := f.Flush(ctx); err != nil {
+				t.Fatalf("flush with no room for the log: %v", err)
+			}
+			f.WaitFolds()
+			if ext, logs := deltaStats(t, conn, ino); ext != 0 || logs != 0 {
+				t.Fatalf("%d extents in %d log stripes in a pool without room for them", ext, logs)
+			}
+			if now, _, err := conn.Meta.PoolUsage(ctx, pool); err != nil || now > used+4096 {
+				t.Fatalf("pool usage %d (%v), limit %d", now, err, used+4096)
+			}
+			checkFile(t, fresh(conn), ino, ref, "after small writes to a full pool")
+		})
+	}
+}
+
+// TestDeltaLogLeavesRoom: in a pool filling up, a file's delta log takes
+// at most about half the room left (its budget shrinks with the pool's
+// free space), so random writes to one file leave room for another's.
+func TestDeltaLogLeavesRoom(t *testing.T) {
+	ctx := context.Background()
+	conn := startWith(t, client.Options{StripesInFlight: 2})
+	const size = 8 << 20
+	f, ref := written(t, conn, "f", size)
+	ino := f.Attr().Ino
+	pool := f.Attr().Layout.Pool
+	used, _, err := conn.Meta.PoolUsage(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const room = 12 << 20 // raw bytes left for the log and the other file
+	if err := conn.Meta.SetPoolLimit(ctx, pool, used+room); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for range 40 {
+		randomWrites(t, f, ref, 50, 8<<10)
+		most = max(most, logBytes(t, conn, ino))
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitFolds()
+	most = max(most, logBytes(t, conn, ino))
+	// 4+2: the room is 8 MiB of user bytes, half of it 4 MiB; the budget
+	// may pass by an eighth, and the write-backs in flight (4 of 256 KiB
+	// at this window) and the one that crossed it come on top.
+	if bound := (room/6*4/2)*9/8 + 5*256<<10; most > bound {
+		t.Fatalf("the delta log held %d bytes with %d raw bytes of room, more than %d", most, room, bound)
+	}
+	t.Logf("most log stripe bytes seen: %d with %d raw bytes of room", most, room)
+	// What the log left is the other file's.
+	g := create(t, conn, "g")
+	other := randomPiece(1 << 20) // 1.5 MiB raw
+	if _, err := g.WriteAt(ctx, other, 0); err != nil {
+		t.Fatalf("a new file in the room the log left: %v", err)
+	}
+	if err := g.Flush(ctx); err != nil {
+		t.Fatalf("a new file in the room the log left: %v", err)
+	}
+	checkFile(t, fresh(conn), ino, ref, "after random writes to a pool filling up")
+}
