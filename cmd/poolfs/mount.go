@@ -163,6 +163,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 	}
 	dialer := storage.NewDialer(secret, rpc.ClientOptions{})
 	opts := clientOptions()
+	opts.Logger = c.Config.Logger                                       // the mount's warnings go where the services' do
 	opts.OnRepair = mgmt.NewRepairBatcher(c.Mgmt, time.Second).Repaired // counted in status and events
 	cl := client.New(c.Store, c.Mgmt, c.InProcessDrives(dialer), opts)
 	if !mf.cmd.Flags().Changed("uring") {
@@ -192,6 +193,7 @@ func mountUp(c *cluster.Cluster, dir string, mf mountFlags) (func(), error) {
 		if err := srv.Unmount(); err != nil {
 			fmt.Fprintln(os.Stderr, "poolfs:", err)
 		}
+		cl.Close() // its folds and repairs, before the drives close
 		stopStats()
 		dialer.Close()
 	}, nil

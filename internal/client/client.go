@@ -241,6 +241,13 @@ type Client struct {
 	repairs chan struct{}       // a token per background read repair (read_repair.go)
 	codecs  stripeio.Codecs
 	folds   chan struct{} // a token per stripe being folded (fold.go)
+	// bg is the context of the client's own background work (folds, read
+	// repairs), bgRun counts it (startBg); Close cancels and waits for it.
+	bg      context.Context
+	stopBg  context.CancelFunc
+	bgRun   sync.WaitGroup
+	bgMu    sync.Mutex
+	closed  bool          // guarded by bgMu: Close was called
 	unreach *unreachables // write progress per drive, servers avoided (unreachable.go)
 	// foldWritten, if set (tests), runs when a fold's fragments are
 	// written, before its commit; false stops the fold there, as a crash
@@ -314,12 +321,40 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 		unreach:     newUnreachables()}
 	c.mu.avoidPG = map[uint32]avoidPG{}
 	c.mu.orders = map[uint32]*orderOf{}
+	c.bg, c.stopBg = context.WithCancel(context.Background())
 	c.space = newSpaceGate(m)
 	c.garbage = newGarbageGate(m, c.Map, opts.GarbageLimit, &c.heldGarbage)
 	if opts.LogCache > 0 {
 		c.logs = newLogCache(opts.LogCache)
 	}
 	return c
+}
+
+// Close stops the client's own background work, the folds of delta
+// extents and read repairs, and waits for it to end; call it once the
+// client's files are flushed, before closing the drives and the metadata
+// store under it. A fold stopped half-way leaves the extents in force and
+// its fragments to the collector, as a crash would. (Without it, folds
+// running when the drives closed reported their stripes lost, and read
+// repairs wrote to closed drives.)
+func (c *Client) Close() {
+	c.bgMu.Lock()
+	c.closed = true
+	c.bgMu.Unlock()
+	c.stopBg()
+	c.bgRun.Wait()
+}
+
+// startBg counts one more piece of background work, which calls
+// c.bgRun.Done when it ends; false (nothing counted) once Close was called.
+func (c *Client) startBg() bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.bgRun.Add(1)
+	return true
 }
 
 // aheadDone gives back a read-ahead stripe's token.

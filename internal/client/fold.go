@@ -203,6 +203,9 @@ func (f *File) scheduleFoldsLocked() {
 		f.dueForBudgetLocked(due, budget)
 	}
 	for s := range due {
+		if !f.c.startBg() {
+			return // the client is closing (Close)
+		}
 		fs.running[s] = true
 		go f.foldInBackground(s)
 	}
@@ -271,13 +274,14 @@ func (f *File) dueForBudgetLocked(due map[uint64]bool, budget int64) {
 // An error leaves the extents as they are; the stripe is tried again
 // when a later writeback notes its extents.
 func (f *File) foldInBackground(s uint64) {
+	defer f.c.bgRun.Done()
 	f.c.folds <- struct{}{}
 	f.mu.Lock()
 	lay, ino := f.mu.attr.Layout, f.mu.attr.Ino
 	f.mu.Unlock()
-	gen, folded, err := f.c.fold(context.Background(), lay, ino, s, f.name)
+	gen, folded, err := f.c.fold(f.c.bg, lay, ino, s, f.name)
 	<-f.c.folds
-	if err != nil && !errors.Is(err, meta.ErrConflict) && !errors.Is(err, meta.ErrNotFound) {
+	if err != nil && !errors.Is(err, meta.ErrConflict) && !errors.Is(err, meta.ErrNotFound) && f.c.bg.Err() == nil {
 		f.c.log.Warn("fold delta extents", "file", f.name, "stripe", s, "err", err)
 	}
 	f.mu.Lock()

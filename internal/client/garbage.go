@@ -18,7 +18,10 @@ import (
 // before they were deleted, and that much more space beyond the live data.
 //
 // So such a write first waits while the queue holds more than
-// Options.GarbageLimit raw bytes on drives that are up, for as long as
+// Options.GarbageLimit raw bytes on drives that are up (and at most a
+// 32nd of their capacity: in a small pool, old generations that the limit
+// allowed filled the drives to what writes may take, and folds and
+// write-backs failed with "drive full"), for as long as
 // the collector makes progress: the queue must have shrunk within
 // garbageStall. A collector that deletes nothing (stopped, or waiting for
 // drives that are down) holds no writer back; nor do fragments on drives
@@ -35,6 +38,7 @@ type garbageGate struct {
 	mu    struct {
 		sync.Mutex
 		bytes    int64     // the queue's raw bytes on up drives, as last read
+		limit    int64     // the limit then: g.limit, or less for small drives
 		fetched  time.Time // when bytes was read
 		shrunk   time.Time // when a read last found the queue smaller than the one before
 		fetching chan struct{}
@@ -49,6 +53,9 @@ const (
 	// its rounds (a round deletes 32 items, 320 MiB of 8+2 stripes of
 	// 1 MiB units, before the queue shrinks), even on slow drives.
 	garbageStall = 5 * time.Second
+	// garbageShare: the queue may hold at most this fraction (1/n) of the
+	// up drives' capacity.
+	garbageShare = 32
 	// garbageScan bounds the queue items one read counts.
 	garbageScan = 1024
 	// DefaultGarbageLimit is Options.GarbageLimit's default.
@@ -73,8 +80,8 @@ func (g *garbageGate) wait(ctx context.Context) error {
 	}
 	var start time.Time
 	for {
-		bytes, shrunk := g.read(ctx)
-		if bytes <= g.limit || time.Since(shrunk) > g.stall {
+		bytes, limit, shrunk := g.read(ctx)
+		if bytes <= limit || time.Since(shrunk) > g.stall {
 			if !start.IsZero() {
 				g.held.add(start)
 			}
@@ -94,9 +101,10 @@ func (g *garbageGate) wait(ctx context.Context) error {
 	}
 }
 
-// read returns the queue's size and when it last shrank, reading it again
-// if older than g.fresh (one caller reads; the others wait for it).
-func (g *garbageGate) read(ctx context.Context) (int64, time.Time) {
+// read returns the queue's size, the limit and when the queue last shrank,
+// reading them again if older than g.fresh (one caller reads; the others
+// wait for it).
+func (g *garbageGate) read(ctx context.Context) (int64, int64, time.Time) {
 	g.mu.Lock()
 	for time.Since(g.mu.fetched) > g.fresh {
 		if ch := g.mu.fetching; ch != nil {
@@ -106,7 +114,7 @@ func (g *garbageGate) read(ctx context.Context) (int64, time.Time) {
 			case <-ctx.Done():
 				g.mu.Lock()
 				defer g.mu.Unlock()
-				return g.mu.bytes, g.mu.shrunk
+				return g.mu.bytes, g.mu.limit, g.mu.shrunk
 			}
 			g.mu.Lock()
 			continue
@@ -114,39 +122,47 @@ func (g *garbageGate) read(ctx context.Context) (int64, time.Time) {
 		ch := make(chan struct{})
 		g.mu.fetching = ch
 		g.mu.Unlock()
-		bytes, ok := g.count(ctx)
+		bytes, limit, ok := g.count(ctx)
 		g.mu.Lock()
 		now := time.Now()
 		if !ok {
-			bytes = 0 // a store that cannot say holds no writer back
+			bytes, limit = 0, g.limit // a store that cannot say holds no writer back
 		}
-		if bytes < g.mu.bytes || g.mu.bytes <= g.limit {
+		if bytes < g.mu.bytes || g.mu.bytes <= limit {
 			// Shrinking, or just over the limit: the collector gets
 			// garbageStall to shrink it from here.
 			g.mu.shrunk = now
 		}
-		g.mu.bytes, g.mu.fetched, g.mu.fetching = bytes, now, nil
+		g.mu.bytes, g.mu.limit, g.mu.fetched, g.mu.fetching = bytes, limit, now, nil
 		close(ch)
 	}
 	defer g.mu.Unlock()
-	return g.mu.bytes, g.mu.shrunk
+	return g.mu.bytes, g.mu.limit, g.mu.shrunk
 }
 
 // count reads the queue and sums the raw bytes of its fragments on drives
-// that are up; ok is false if the store or the map could not be read.
-func (g *garbageGate) count(ctx context.Context) (bytes int64, ok bool) {
+// that are up, and returns the limit: g.limit, or a garbageShare of the
+// up drives' capacity if less; ok is false if the store or the map could
+// not be read.
+func (g *garbageGate) count(ctx context.Context) (bytes, limit int64, ok bool) {
 	m, err := g.maps(ctx)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	per, err := g.bytes(ctx, garbageScan)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	for id, n := range per {
 		if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
 			bytes += n
 		}
 	}
-	return bytes, true
+	var capacity int64
+	for _, d := range m.Drives {
+		if d.State == clustermap.StateUp {
+			capacity += d.Capacity
+		}
+	}
+	return bytes, min(g.limit, max(capacity/garbageShare, 1)), true
 }

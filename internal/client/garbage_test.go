@@ -146,12 +146,36 @@ func TestGarbageGate(t *testing.T) {
 		if d := time.Since(start); d > g.stall/2 {
 			t.Fatalf("waited %v for fragments on a down drive", d)
 		}
-		if b, ok := g.count(ctx); !ok || b != 0 {
-			t.Fatalf("count = %d, %v; want 0 (all on the down drive)", b, ok)
+		if b, limit, ok := g.count(ctx); !ok || b != 0 || limit != 1000 {
+			t.Fatalf("count = %d, limit %d, %v; want 0 (all on the down drive), 1000", b, limit, ok)
 		}
 		q.set(100, 0, 100)
-		if b, ok := g.count(ctx); !ok || b != 100*100 {
+		if b, _, ok := g.count(ctx); !ok || b != 100*100 {
 			t.Fatalf("count = %d, %v; want %d", b, ok, 100*100)
+		}
+	})
+	t.Run("small drives lower the limit", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(20, 0, 1000) // 20000 bytes
+		g := testGate(t, q, 1<<30)
+		// 7 drives up of 64 KiB: a 32nd of 448 KiB is 14336 bytes.
+		m := drivetest.Map(8, 4, 2, 64<<10, 64<<10)
+		if _, err := m.SetState(1, clustermap.StateDown, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		g.maps = func(context.Context) (*clustermap.Map, error) { return m, nil }
+		if _, limit, ok := g.count(ctx); !ok || limit != 7*64<<10/32 {
+			t.Fatalf("limit %d (%v), want %d", limit, ok, 7*64<<10/32)
+		}
+		done := waitFor(g, ctx)
+		select {
+		case err := <-done:
+			t.Fatalf("returned (%v) with 20000 bytes queued on drives of 64 KiB", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		q.set(14, 0, 1000)
+		if err := ended(t, done, "still waiting with the queue within a 32nd of the drives"); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("a store that cannot say holds no writer", func(t *testing.T) {

@@ -43,12 +43,20 @@ func (c *Client) repairLater(m *clustermap.Map, st *stripeio.Stripe, rec meta.St
 		c.log.Warn("read repair skipped: too many running", "ino", st.Ino, "stripe", rec.Stripe)
 		return
 	}
+	if !c.startBg() {
+		<-c.repairs
+		return // the client is closing (Close)
+	}
 	go func() {
+		defer c.bgRun.Done()
 		defer func() { <-c.repairs }()
-		ctx, cancel := context.WithTimeout(context.Background(), repairTimeout)
+		ctx, cancel := context.WithTimeout(c.bg, repairTimeout)
 		defer cancel()
 		for j, err := range stripeio.WriteFragments(ctx, stripeio.OnMap(c.drives, m), st, targets, frags) {
 			t := targets[j]
+			if err != nil && c.bg.Err() != nil {
+				return
+			}
 			if err != nil {
 				c.log.Warn("read repair failed", "fragment", st.Key(t.Index).String(), "drive", t.Drive.String(), "err", err)
 				continue

@@ -145,6 +145,7 @@ func (f *File) runBatch(b *batch) {
 	defer f.mu.Unlock()
 	if err != nil {
 		f.wb.setErr(err)
+		f.c.log.Warn("background write-back failed: the file's next write, flush or fsync reports it", "file", f.name, "stripes", len(b.todo), "err", err)
 	} else {
 		if res.hasAttr {
 			f.mu.attr = res.attr

@@ -101,6 +101,8 @@ func Connect(ctx context.Context, dir string, opts client.Options) (*Conn, error
 		opts.OnUnreachable = func(id placement.DriveID) { reportUnreachable(c.Mgmt, id) }
 	}
 	c.Client = client.New(c.Meta, c.Mgmt, mgmt.ReportingDrives(dialer, c.Mgmt), opts)
+	// The client's folds and repairs end before the connections they use.
+	c.closers = append([]func() error{func() error { c.Client.Close(); return nil }}, c.closers...)
 	return c, nil
 }
 
