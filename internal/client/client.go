@@ -322,8 +322,8 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 	c.mu.avoidPG = map[uint32]avoidPG{}
 	c.mu.orders = map[uint32]*orderOf{}
 	c.bg, c.stopBg = context.WithCancel(context.Background())
-	c.space = newSpaceGate(m)
 	c.garbage = newGarbageGate(m, c.Map, opts.GarbageLimit, &c.heldGarbage)
+	c.space = newSpaceGate(m, c.garbage.drain)
 	if opts.LogCache > 0 {
 		c.logs = newLogCache(opts.LogCache)
 	}

@@ -42,13 +42,23 @@ func start(t *testing.T) *conn {
 // startWith is start with a client of options o.
 func startWith(t *testing.T, o client.Options) *conn {
 	t.Helper()
+	return startSized(t, o, driveBytes)
+}
+
+// startSized is startWith on drives of size bytes. No collector runs
+// here: unless o sets a garbage limit, writers do not wait for one.
+func startSized(t *testing.T, o client.Options, size int64) *conn {
+	t.Helper()
+	if o.GarbageLimit == 0 {
+		o.GarbageLimit = -1
+	}
 	ctx := context.Background()
 	eng, err := sqlite.OpenWith(filepath.Join(t.TempDir(), "meta.db"), sqlite.Options{Deferred: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	m := drivetest.Map(8, testK, testM, testUnit, driveBytes)
+	m := drivetest.Map(8, testK, testM, testUnit, size)
 	st := meta.New(eng, meta.Options{})
 	p := m.Pools[0]
 	if err := st.Init(ctx, meta.Layout{Pool: p.ID, K: p.K, M: p.M, Unit: p.Unit}); err != nil {

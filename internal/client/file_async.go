@@ -266,7 +266,10 @@ func (c *Client) writeFullStripe(ctx context.Context, lay meta.Layout, ino meta.
 		}
 		written()
 		end := int64(s)*StripeBytes(lay) + int64(l)
-		_, err = c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old, Deltas: meta.FoldAll}}, uint64(end), time.Now().UnixNano())
+		err = c.withRoom(ctx, func() error {
+			_, err := c.meta.CommitStripes(ctx, ino, []meta.StripeCommit{{Rec: rec, OldGen: old, Deltas: meta.FoldAll}}, uint64(end), time.Now().UnixNano())
+			return err
+		})
 		if err == nil {
 			return rec.Gen, nil
 		}

@@ -101,6 +101,50 @@ func (g *garbageGate) wait(ctx context.Context) error {
 	}
 }
 
+// drain waits, after a write found a drive full, for the collector to
+// delete what its queue holds on drives that are up: until the queue holds
+// at most half what it held at first, or it has not shrunk for twice
+// garbageStall (the collector runs every few seconds), or ctx ends. It
+// reports whether the queue shrank, that is whether the write is worth
+// trying again. (Right after a file's removal the pool's accounting has
+// room for a new file that the drives get only once its fragments are
+// deleted: such a write failed with "no space left on device".)
+func (g *garbageGate) drain(ctx context.Context) bool {
+	if g == nil {
+		return false
+	}
+	// Counted afresh, not from what the gate read last: the fragments
+	// that fill the drive may have been queued since.
+	first, _, ok := g.count(ctx)
+	if !ok || first == 0 {
+		return false
+	}
+	start, last, shrunk := time.Now(), first, time.Now()
+	defer g.held.add(start)
+	for {
+		t := time.NewTimer(g.fresh)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		bytes, _, ok := g.count(ctx)
+		if !ok {
+			return false
+		}
+		if bytes < last {
+			last, shrunk = bytes, time.Now()
+		}
+		if bytes <= first/2 {
+			return true
+		}
+		if time.Since(shrunk) > 2*g.stall {
+			return last < first
+		}
+	}
+}
+
 // read returns the queue's size, the limit and when the queue last shrank,
 // reading them again if older than g.fresh (one caller reads; the others
 // wait for it).

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,7 +27,10 @@ import (
 // given back.
 type spaceGate struct {
 	meta Stripes
-	mu   struct {
+	// freed waits for the collector to free room on the drives and
+	// reports whether it did (garbageGate.drain); nil: never.
+	freed func(ctx context.Context) bool
+	mu    struct {
 		sync.Mutex
 		pools map[uint32]*poolSpace
 	}
@@ -42,8 +46,8 @@ type poolSpace struct {
 // spaceFresh is how long a fetched pool usage is trusted while writes fit.
 const spaceFresh = time.Second
 
-func newSpaceGate(m Stripes) *spaceGate {
-	g := &spaceGate{meta: m}
+func newSpaceGate(m Stripes, freed func(ctx context.Context) bool) *spaceGate {
+	g := &spaceGate{meta: m, freed: freed}
 	g.mu.pools = map[uint32]*poolSpace{}
 	return g
 }
@@ -52,11 +56,15 @@ func newSpaceGate(m Stripes) *spaceGate {
 // with ErrPoolFull. A write that fits the cached usage is admitted at once
 // (a cache older than spaceFresh is fetched again in the background); one
 // that does not, or the first of the pool, waits for a fresh fetch, which
-// with wait false it does not do: it returns ErrWouldBlock instead.
+// with wait false it does not do: it returns ErrWouldBlock instead. A
+// write that does not fit the fresh usage either waits, if the collector's
+// queue holds fragments, for the collector to delete them and the pool's
+// limit to rise (room, below).
 func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait bool) error {
 	if n == 0 {
 		return nil
 	}
+	var r room
 	for fetched := false; ; fetched = true {
 		g.mu.Lock()
 		ps := g.mu.pools[pool]
@@ -77,6 +85,12 @@ func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait boo
 		if fetched {
 			used, limit, reserved := ps.used, ps.limit, ps.reserved
 			g.mu.Unlock()
+			if r.later(ctx, g.freed) {
+				if err := g.fetch(ctx, pool); err != nil {
+					return err
+				}
+				continue
+			}
 			return fmt.Errorf("%w: pool %d: %d of %d bytes used, %d buffered, a write needs %d more",
 				ErrPoolFull, pool, used, limit, reserved, n)
 		}
@@ -160,4 +174,58 @@ func stripeRaw(lay meta.Layout, l int64) uint64 {
 		return 0
 	}
 	return uint64(erasure.ShardSize(int(l), lay.K, int(lay.Unit))) * uint64(lay.K+lay.M)
+}
+
+// room is the wait of a write the pool has no room for, while the
+// collector frees room that old fragments hold: the management service
+// counts fragments waiting for the collector as used (mgmt's pool limits),
+// so right after a file's removal, until the collector has deleted its
+// fragments and the limit has been set again (every health interval, a
+// second), a file of its size did not fit. roomPolls polls roomPoll apart
+// follow one wait for the collector.
+type room struct {
+	freed bool
+	polls int
+}
+
+const (
+	roomPolls = 12
+	roomPoll  = 250 * time.Millisecond
+)
+
+// later reports whether a write that found no room should look again: the
+// first call waits for the collector (freed), the next ones roomPoll each,
+// roomPolls in all, for the limit to rise.
+func (r *room) later(ctx context.Context, freed func(ctx context.Context) bool) bool {
+	if freed == nil || r.polls >= roomPolls {
+		return false
+	}
+	if !r.freed {
+		if !freed(ctx) {
+			r.polls = roomPolls
+			return false
+		}
+		r.freed = true
+	}
+	r.polls++
+	t := time.NewTimer(roomPoll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// withRoom runs commit again while it fails for want of room that the
+// collector is freeing (room.later); it returns commit's last error.
+func (c *Client) withRoom(ctx context.Context, commit func() error) error {
+	var r room
+	for {
+		err := commit()
+		if err == nil || !errors.Is(err, meta.ErrPoolFull) && !errors.Is(err, ErrPoolFull) || !r.later(ctx, c.garbage.drain) {
+			return err
+		}
+	}
 }

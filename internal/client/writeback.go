@@ -334,7 +334,11 @@ func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64) (map[uint
 	if mtime == 0 {
 		mtime = time.Now().UnixNano()
 	}
-	a, err := f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(b.size), mtime)
+	var a meta.Attr
+	err = f.c.withRoom(ctx, func() (err error) {
+		a, err = f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(b.size), mtime)
+		return err
+	})
 	if err != nil {
 		f.c.discard(ctx, b.ino, commits)
 		if errors.Is(err, meta.ErrPoolFull) {

@@ -93,6 +93,14 @@ func (fsys *FS) release(ctx context.Context, of *openFile, mark *client.ErrMark)
 	var err error
 	if last && f != nil {
 		err = f.FlushFor(ctx, mark)
+		if err != nil {
+			// The handle goes: what it could not write is lost (close
+			// reports it), and the pool space its buffers held is given
+			// back now, not when the garbage collector finds the File (a
+			// file written into a full pool, then removed, kept its
+			// share, and the next file found the pool full).
+			f.Discard()
+		}
 		if rerr := fsys.m.Release(ctx, of.ino); err == nil {
 			err = rerr
 		}

@@ -49,6 +49,21 @@ func roundTrip(t *testing.T, dial func(ctx context.Context, network, addr string
 	return nil
 }
 
+// reach is roundTrip tried again for up to 5 s: a link just set up (or
+// brought back) may drop the first SYN while its carrier comes up, and TCP
+// sends the next one only after a second, past roundTrip's timeout.
+func reach(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error), addr string) error {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := roundTrip(t, dial, addr)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func TestHostsReachEachOtherAndNothingElse(t *testing.T) {
 	var names []string
 	t.Run("lab", func(t *testing.T) {
@@ -68,7 +83,7 @@ func TestHostsReachEachOtherAndNothingElse(t *testing.T) {
 		defer lo.Close()
 		go echo(lo)
 
-		if err := roundTrip(t, b.Dial, a.Addr(7000)); err != nil {
+		if err := reach(t, b.Dial, a.Addr(7000)); err != nil {
 			t.Fatalf("b to a: %v", err)
 		}
 		if err := roundTrip(t, a.Dial, "127.0.0.1:7001"); err != nil {
@@ -91,7 +106,7 @@ func TestHostsReachEachOtherAndNothingElse(t *testing.T) {
 		if err := a.LinkUp(); err != nil {
 			t.Fatal(err)
 		}
-		if err := roundTrip(t, b.Dial, a.Addr(7000)); err != nil {
+		if err := reach(t, b.Dial, a.Addr(7000)); err != nil {
 			t.Fatalf("b to a after the link came back: %v", err)
 		}
 
