@@ -42,6 +42,7 @@ type garbageGate struct {
 		fetched  time.Time // when bytes was read
 		shrunk   time.Time // when a read last found the queue smaller than the one before
 		fetching chan struct{}
+		gaveUp   int64 // the queue's bytes when a drain last gave up on it unshrunk (0: none)
 	}
 }
 
@@ -101,14 +102,17 @@ func (g *garbageGate) wait(ctx context.Context) error {
 	}
 }
 
-// drain waits, after a write found a drive full, for the collector to
-// delete what its queue holds on drives that are up: until the queue holds
-// at most half what it held at first, or it has not shrunk for twice
-// garbageStall (the collector runs every few seconds), or ctx ends. It
+// drain waits, after a write found the pool or a drive full, for the
+// collector to delete what its queue holds on drives that are up: until
+// the queue holds at most half what it held at first, or it has not shrunk
+// for garbageStall (the collector runs every few seconds), or ctx ends. It
 // reports whether the queue shrank, that is whether the write is worth
 // trying again. (Right after a file's removal the pool's accounting has
 // room for a new file that the drives get only once its fragments are
-// deleted: such a write failed with "no space left on device".)
+// deleted: such a write failed with "no space left on device".) Once a
+// drain has given up on a queue that did not shrink, the next ones return
+// at once until the queue is smaller than that: a collector that is not
+// coming (a long interval, a stopped one) costs one wait, not one a write.
 func (g *garbageGate) drain(ctx context.Context) bool {
 	if g == nil {
 		return false
@@ -117,6 +121,12 @@ func (g *garbageGate) drain(ctx context.Context) bool {
 	// that fill the drive may have been queued since.
 	first, _, ok := g.count(ctx)
 	if !ok || first == 0 {
+		return false
+	}
+	g.mu.Lock()
+	gaveUp := g.mu.gaveUp
+	g.mu.Unlock()
+	if gaveUp > 0 && first >= gaveUp {
 		return false
 	}
 	start, last, shrunk := time.Now(), first, time.Now()
@@ -137,9 +147,17 @@ func (g *garbageGate) drain(ctx context.Context) bool {
 			last, shrunk = bytes, time.Now()
 		}
 		if bytes <= first/2 {
+			g.mu.Lock()
+			g.mu.gaveUp = 0
+			g.mu.Unlock()
 			return true
 		}
-		if time.Since(shrunk) > 2*g.stall {
+		if time.Since(shrunk) > g.stall {
+			if last == first {
+				g.mu.Lock()
+				g.mu.gaveUp = last
+				g.mu.Unlock()
+			}
 			return last < first
 		}
 	}

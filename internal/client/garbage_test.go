@@ -178,6 +178,42 @@ func TestGarbageGate(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("drain waits for the collector once while it does not come", func(t *testing.T) {
+		q := &fakeQueue{}
+		q.set(20, 0, 100)
+		g := testGate(t, q, 1<<30)
+		start := time.Now()
+		if g.drain(ctx) {
+			t.Fatal("drain reported room freed by a collector that deleted nothing")
+		}
+		if d := time.Since(start); d < g.stall {
+			t.Fatalf("drain gave up after %v, before the stall (%v)", d, g.stall)
+		}
+		start = time.Now()
+		if g.drain(ctx) {
+			t.Fatal("second drain reported room freed")
+		}
+		if d := time.Since(start); d > g.stall/2 {
+			t.Fatalf("a second drain over the same queue waited %v", d)
+		}
+		// The collector comes back: the next drain waits while it deletes.
+		q.set(15, 0, 100)
+		done := make(chan bool, 1)
+		go func() { done <- g.drain(ctx) }()
+		time.Sleep(50 * time.Millisecond)
+		q.set(5, 0, 100)
+		select {
+		case ok := <-done:
+			if !ok {
+				t.Fatal("drain over a queue the collector halved reported no room")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("drain still waiting with the queue halved")
+		}
+		if g.drain(ctx) {
+			t.Fatal("drain over a queue that no longer shrinks reported room")
+		}
+	})
 	t.Run("a store that cannot say holds no writer", func(t *testing.T) {
 		q := &fakeQueue{err: errors.New("unknown method meta.GCBytes")}
 		if err := testGate(t, q, 1).wait(ctx); err != nil {
