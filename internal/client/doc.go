@@ -123,6 +123,12 @@
 // write(2) reports ENOSPC rather than close. Writes are not admitted
 // against what other clients buffer but have not committed: their
 // commits, and the drives' own limits, still refuse what does not fit.
+// The limit counts fragments waiting for the collector as used, so a
+// write (or commit) refused for room while the collector's queue holds
+// fragments waits for the collector to shrink it and for the limit to
+// rise, and tries again (room, withRoom, garbageGate.drain); a drive full
+// of such fragments likewise. Close gives back the client's own
+// background work (folds, read repairs) before the drives go.
 //
 // Garbage (garbage.go): a stripe written over a committed generation (a
 // fold, a rewrite) waits first while the collector's queue holds more
