@@ -1,41 +1,22 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"poolfs/internal/client"
+	"poolfs/internal/testlog"
 )
-
-// lockedBuf is a bytes.Buffer for a logger shared by goroutines.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestCloseStopsFolds: Close stops the folds running in the background
 // and waits for them; the drives take no write after it returns, no fold
 // reports an error for being stopped, and the file reads as written (the
 // extents of the folds stopped stay in force).
 func TestCloseStopsFolds(t *testing.T) {
-	var logs lockedBuf
+	var logs testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	conn := startWith(t, client.Options{StripesInFlight: 2, DeltaBudget: 256 << 10, FoldsInFlight: 2, Logger: log})
 	ctx := context.Background()

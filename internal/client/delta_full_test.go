@@ -26,18 +26,8 @@ func TestFullPoolWritesStripesInstead(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn := startWith(t, client.Options{StripesInFlight: c.window})
-			const size = 8 << 20
-			f, ref := written(t, conn, "f", size)
-			ino := f.Attr().Ino
-			pool := f.Attr().Layout.Pool
-			used, _, err := conn.Meta.PoolUsage(ctx, pool)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Room for no log stripe.
-			if err := conn.Meta.SetPoolLimit(ctx, pool, used+4096); err != nil {
-				t.Fatal(err)
-			}
+			f, ref, used := writtenWithRoom(t, conn, 8<<20, 4096) // room for no log stripe
+			ino, pool := f.Attr().Ino, f.Attr().Layout.Pool
 			randomWrites(t, f, ref, c.writes, 8<<10)
 			if err := f.Flush(ctx); err != nil {
 				t.Fatalf("flush with no room for the log: %v", err)
@@ -60,18 +50,9 @@ func TestFullPoolWritesStripesInstead(t *testing.T) {
 func TestDeltaLogLeavesRoom(t *testing.T) {
 	ctx := context.Background()
 	conn := startWith(t, client.Options{StripesInFlight: 2})
-	const size = 8 << 20
-	f, ref := written(t, conn, "f", size)
-	ino := f.Attr().Ino
-	pool := f.Attr().Layout.Pool
-	used, _, err := conn.Meta.PoolUsage(ctx, pool)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const room = 12 << 20 // raw bytes left for the log and the other file
-	if err := conn.Meta.SetPoolLimit(ctx, pool, used+room); err != nil {
-		t.Fatal(err)
-	}
+	f, ref, _ := writtenWithRoom(t, conn, 8<<20, room)
+	ino := f.Attr().Ino
 	most := 0
 	for range 40 {
 		randomWrites(t, f, ref, 50, 8<<10)
@@ -99,4 +80,22 @@ func TestDeltaLogLeavesRoom(t *testing.T) {
 		t.Fatalf("a new file in the room the log left: %v", err)
 	}
 	checkFile(t, fresh(conn), ino, ref, "after random writes to a pool filling up")
+}
+
+// writtenWithRoom writes file "f" of size bytes and sets the pool's limit
+// to its usage then plus room raw bytes; it returns the file, its bytes
+// and that usage.
+func writtenWithRoom(t *testing.T, conn *conn, size int, room uint64) (*client.File, []byte, uint64) {
+	t.Helper()
+	ctx := context.Background()
+	f, ref := written(t, conn, "f", size)
+	pool := f.Attr().Layout.Pool
+	used, _, err := conn.Meta.PoolUsage(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Meta.SetPoolLimit(ctx, pool, used+room); err != nil {
+		t.Fatal(err)
+	}
+	return f, ref, used
 }
