@@ -246,8 +246,7 @@ type Client struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	bgRun   sync.WaitGroup
-	bgMu    sync.Mutex
-	closed  bool          // guarded by bgMu: Close was called
+	bgMu    sync.Mutex    // orders startBg's Add before Close's Wait
 	unreach *unreachables // write progress per drive, servers avoided (unreachable.go)
 	// foldWritten, if set (tests), runs when a fold's fragments are
 	// written, before its commit; false stops the fold there, as a crash
@@ -339,9 +338,8 @@ func New(m Meta, maps MapSource, drives Drives, opts Options) *Client {
 // repairs wrote to closed drives.)
 func (c *Client) Close() {
 	c.bgMu.Lock()
-	c.closed = true
-	c.bgMu.Unlock()
 	c.stopBg()
+	c.bgMu.Unlock()
 	c.bgRun.Wait()
 }
 
@@ -350,7 +348,7 @@ func (c *Client) Close() {
 func (c *Client) startBg() bool {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
-	if c.closed {
+	if c.bg.Err() != nil {
 		return false
 	}
 	c.bgRun.Add(1)

@@ -107,9 +107,10 @@ func (g *garbageGate) wait(ctx context.Context) error {
 // the queue holds at most half what it held at first, or it has not shrunk
 // for garbageStall (the collector runs every few seconds), or ctx ends. It
 // reports whether the queue shrank, that is whether the write is worth
-// trying again. (Right after a file's removal the pool's accounting has
-// room for a new file that the drives get only once its fragments are
-// deleted: such a write failed with "no space left on device".) Once a
+// trying again; a store that cannot say counts as an empty queue. (Right
+// after a file's removal the pool's accounting has room for a new file
+// that the drives get only once its fragments are deleted: such a write
+// failed with "no space left on device".) Once a
 // drain has given up on a queue that did not shrink, the next ones return
 // at once until the queue is smaller than that: a collector that is not
 // coming (a long interval, a stopped one) costs one wait, not one a write.
@@ -139,10 +140,7 @@ func (g *garbageGate) drain(ctx context.Context) bool {
 			return false
 		case <-t.C:
 		}
-		bytes, _, ok := g.count(ctx)
-		if !ok {
-			return false
-		}
+		bytes, _, _ := g.read(ctx) // one fetch for all the writers waiting
 		if bytes < last {
 			last, shrunk = bytes, time.Now()
 		}

@@ -28,7 +28,7 @@ import (
 type spaceGate struct {
 	meta Stripes
 	// freed waits for the collector to free room on the drives and
-	// reports whether it did (garbageGate.drain); nil: never.
+	// reports whether it did (garbageGate.drain).
 	freed func(ctx context.Context) bool
 	mu    struct {
 		sync.Mutex
@@ -67,18 +67,11 @@ func (g *spaceGate) reserve(ctx context.Context, pool uint32, n uint64, wait boo
 	var r room
 	for fetched := false; ; fetched = true {
 		g.mu.Lock()
-		ps := g.mu.pools[pool]
-		if ps == nil {
-			ps = &poolSpace{}
-			g.mu.pools[pool] = ps
-		}
+		ps := g.poolLocked(pool)
 		known := !ps.fetched.IsZero()
 		if known && (ps.limit == 0 || ps.used+ps.reserved+n <= ps.limit) {
 			ps.reserved += n
-			if !ps.refreshing && time.Since(ps.fetched) >= spaceFresh {
-				ps.refreshing = true
-				go g.refresh(pool)
-			}
+			g.refreshLocked(pool, ps)
 			g.mu.Unlock()
 			return nil
 		}
@@ -117,6 +110,25 @@ func (g *spaceGate) fetch(ctx context.Context, pool uint32) error {
 	return nil
 }
 
+// poolLocked returns pool's entry, made empty (not fetched) if new.
+func (g *spaceGate) poolLocked(pool uint32) *poolSpace {
+	ps := g.mu.pools[pool]
+	if ps == nil {
+		ps = &poolSpace{}
+		g.mu.pools[pool] = ps
+	}
+	return ps
+}
+
+// refreshLocked starts a background fetch of pool's usage if ps is older
+// than spaceFresh and none runs.
+func (g *spaceGate) refreshLocked(pool uint32, ps *poolSpace) {
+	if !ps.refreshing && time.Since(ps.fetched) >= spaceFresh {
+		ps.refreshing = true
+		go g.refresh(pool)
+	}
+}
+
 // refresh is fetch in the background (one at a time per pool).
 func (g *spaceGate) refresh(pool uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -134,15 +146,8 @@ func (g *spaceGate) refresh(pool uint32) {
 func (g *spaceGate) free(pool uint32) (free uint64, known bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ps := g.mu.pools[pool]
-	if ps == nil {
-		ps = &poolSpace{}
-		g.mu.pools[pool] = ps
-	}
-	if !ps.refreshing && time.Since(ps.fetched) >= spaceFresh {
-		ps.refreshing = true
-		go g.refresh(pool)
-	}
+	ps := g.poolLocked(pool)
+	g.refreshLocked(pool, ps)
 	if ps.fetched.IsZero() || ps.limit == 0 {
 		return 0, false
 	}
@@ -197,7 +202,7 @@ const (
 // first call waits for the collector (freed), the next ones roomPoll each,
 // roomPolls in all, for the limit to rise.
 func (r *room) later(ctx context.Context, freed func(ctx context.Context) bool) bool {
-	if freed == nil || r.polls >= roomPolls {
+	if r.polls >= roomPolls {
 		return false
 	}
 	if !r.freed {

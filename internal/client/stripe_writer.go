@@ -62,7 +62,7 @@ func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino,
 			rec, err = c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)
 		}
 	}
-	if err != nil && errors.Is(err, chunkstore.ErrFull) && c.garbage.drain(ctx) {
+	if errors.Is(err, chunkstore.ErrFull) && c.garbage.drain(ctx) {
 		// Old fragments waiting for the collector filled a drive: once
 		// it has deleted them, once more.
 		rec, err = c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)

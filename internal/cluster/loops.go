@@ -95,11 +95,6 @@ func (l mgmtLoops) collect(ctx context.Context) {
 		}
 	} else if rep.Fragments > 0 {
 		l.log.Info("gc", "items", rep.Queued, "fragments", rep.Fragments)
-		// The pool limits count fragments waiting for the collector as
-		// used: what it freed is room now, not at the next health pass
-		// (a writer that found the pool full waits for the collector
-		// and looks again: client/space.go).
-		l.svc.UpdatePoolLimits(ctx)
 	}
 }
 

@@ -35,8 +35,17 @@ func (s *Service) newCollector() *gc.Collector {
 // corrupt (ErrDeletionStopped), and the orphan scan runs only after a full
 // integrity check of the store passed (else an error wrapping
 // meta.ErrStoreCorrupt).
+//
+// A pass that deleted fragments sets the pool limits again: they count
+// fragments waiting for the collector as used (admission.go), so what it
+// freed is room now, not at the next health pass (a writer that found the
+// pool full waits for the collector and looks again: client/space.go).
 func (s *Service) GC(ctx context.Context, a GCArgs) (*GCReport, error) {
-	return s.gc.Run(ctx, a)
+	rep, err := s.gc.Run(ctx, a)
+	if err == nil && rep.Fragments > 0 {
+		s.UpdatePoolLimits(ctx)
+	}
+	return rep, err
 }
 
 // gcGuard is the collector's view of the service's integrity state
