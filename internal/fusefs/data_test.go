@@ -240,7 +240,10 @@ func TestWriteErrorEveryDescriptor(t *testing.T) {
 }
 
 // fillFromElsewhere fills c's pool through a client of its own with files
-// of falling size, until a 64 KiB one is refused.
+// of falling size, until a 64 KiB one is refused. The pool's limit follows
+// what the drives can take and may rise once a refused write's own
+// fragments are gone, so it fills again after the limit is set anew, until
+// a round adds nothing: then the pool is full and stays so.
 func fillFromElsewhere(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	ctx := context.Background()
@@ -249,14 +252,27 @@ func fillFromElsewhere(t *testing.T, c *cluster.Cluster) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for i, size := 0, 1<<20; size >= 64<<10; i++ {
-		data := make([]byte, size)
-		_, err := conn.Client.Put(ctx, fmt.Sprintf("/elsewhere%d", i), bytes.NewReader(data), client.PutOptions{Size: int64(size)})
-		if errors.Is(err, client.ErrPoolFull) {
-			size /= 4
-		} else if err != nil {
-			t.Fatal(err)
+	n := 0
+	for round := 0; ; round++ {
+		if round == 10 {
+			t.Fatalf("the pool was still taking files after %d rounds of filling", round)
 		}
+		added := false
+		for size := 1 << 20; size >= 64<<10; {
+			data := make([]byte, size)
+			_, err := conn.Client.Put(ctx, fmt.Sprintf("/elsewhere%d", n), bytes.NewReader(data), client.PutOptions{Size: int64(size)})
+			if errors.Is(err, client.ErrPoolFull) {
+				size /= 4
+				continue
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			n, added = n+1, true
+		}
+		if !added {
+			return
+		}
+		c.Mgmt.UpdatePoolLimits(ctx)
 	}
 }
 
