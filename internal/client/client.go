@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"poolfs/internal/chunkstore"
@@ -235,6 +236,9 @@ type Client struct {
 	// heldGarbage and heldFolds count the waits of writers held back by
 	// the garbage gate and by the folds (Held, held.go).
 	heldGarbage, heldFolds heldCounter
+	// fullStuck: a replacement refused by a full drive waited in vain
+	// (full_retry.go).
+	fullStuck atomic.Bool
 
 	refresh sync.Mutex          // held by the caller of Map fetching an old map again
 	lat     *stripeio.Latencies // fragment-read latency per drive, for hedging

@@ -49,7 +49,8 @@ func TestFullPoolWritesStripesInstead(t *testing.T) {
 // free space), so random writes to one file leave room for another's.
 func TestDeltaLogLeavesRoom(t *testing.T) {
 	ctx := context.Background()
-	conn := startWith(t, client.Options{StripesInFlight: 2})
+	// Two folds at once hold two stripes of the room (budgetLocked).
+	conn := startWith(t, client.Options{StripesInFlight: 2, FoldsInFlight: 2})
 	const room = 12 << 20 // raw bytes left for the log and the other file
 	f, ref, _ := writtenWithRoom(t, conn, 8<<20, room)
 	ino := f.Attr().Ino
@@ -66,8 +67,8 @@ func TestDeltaLogLeavesRoom(t *testing.T) {
 	// 4+2: the room is 8 MiB of user bytes, half of it 4 MiB; the budget
 	// may pass by an eighth, and the write-backs in flight (4 of 256 KiB
 	// at this window) and the one that crossed it come on top.
-	if bound := (room/6*4/2)*9/8 + 5*256<<10; most > bound {
-		t.Fatalf("the delta log held %d bytes with %d raw bytes of room, more than %d", most, room, bound)
+	if bound := (room/6*4/2)*9/8 + 5*256<<10; most > bound || most == 0 {
+		t.Fatalf("the delta log held at most %d bytes with %d raw bytes of room, want some and at most %d", most, room, bound)
 	}
 	t.Logf("most log stripe bytes seen: %d with %d raw bytes of room", most, room)
 	// What the log left is the other file's.
@@ -80,6 +81,49 @@ func TestDeltaLogLeavesRoom(t *testing.T) {
 		t.Fatalf("a new file in the room the log left: %v", err)
 	}
 	checkFile(t, fresh(conn), ino, ref, "after random writes to a pool filling up")
+}
+
+// TestTightPoolTurnsLogOff: a pool whose room, halved, does not hold the
+// stripes the folds write at once beside the ones they replace (16, 4 MiB
+// here) and a stripe of log besides takes small writes as whole-stripe
+// merges, not into the delta log, though a log stripe would fit: the log
+// and its folds in flight filled small drives to their write limits and
+// random overwrites failed with ENOSPC. The bytes read back as written.
+func TestTightPoolTurnsLogOff(t *testing.T) {
+	ctx := context.Background()
+	conn := startWith(t, client.Options{StripesInFlight: 2})
+	const (
+		size = 8 << 20
+		room = 9 << 20 // 6 MiB of user bytes: 3 MiB for the log, less 4 MiB of folds
+	)
+	// The limit is set before the file is written, so that the client
+	// learns it with its first write (writtenWithRoom sets it after).
+	used0, _, err := conn.Meta.PoolUsage(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := used0 + size/4*6
+	if err := conn.Meta.SetPoolLimit(ctx, 0, used+room); err != nil {
+		t.Fatal(err)
+	}
+	f, ref := written(t, conn, "f", size)
+	ino, pool := f.Attr().Ino, f.Attr().Layout.Pool
+	most := 0
+	for range 8 {
+		randomWrites(t, f, ref, 50, 8<<10)
+		most = max(most, logBytes(t, conn, ino))
+	}
+	if err := f.Flush(ctx); err != nil {
+		t.Fatalf("flush in a tight pool: %v", err)
+	}
+	f.WaitFolds()
+	if most = max(most, logBytes(t, conn, ino)); most != 0 {
+		t.Fatalf("the delta log held up to %d bytes in a pool too tight for it and its folds", most)
+	}
+	if now, _, err := conn.Meta.PoolUsage(ctx, pool); err != nil || now != used {
+		t.Fatalf("pool usage %d (%v), want %d: merges replace stripes of the same size", now, err, used)
+	}
+	checkFile(t, fresh(conn), ino, ref, "after small writes to a tight pool")
 }
 
 // writtenWithRoom writes file "f" of size bytes and sets the pool's limit

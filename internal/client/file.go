@@ -417,8 +417,9 @@ func (f *File) writebackLocked(ctx context.Context) error {
 
 // writeStripesLocked writes the given dirty stripes as new generations
 // (merging the committed ones where the handle wrote only part) and commits
-// them in one transaction; stripes written in small part go to the delta
-// log first, in a transaction of their own (logDeltasLocked).
+// them, a transaction per group of StripesInFlight stripes
+// (merge_groups.go); stripes written in small part go to the delta log
+// first, in a transaction of their own (logDeltasLocked).
 //
 // The stripe's new length is as far as the handle's view of the file
 // reaches into it, or the committed length if that is longer (another
@@ -444,8 +445,9 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 	// the delta log (delta.go); unless a full write of the stripe is still
 	// in flight, whose commit would replace the extents.
 	var logged, rest []uint64
+	logOK := f.logOKLocked()
 	for _, s := range todo {
-		if old, had := cur[s]; had && !cut && f.mu.inflight[s] == nil && f.deltaOKLocked(f.mu.dirty[s], old) {
+		if old, had := cur[s]; had && !cut && logOK && f.mu.inflight[s] == nil && f.deltaOKLocked(f.mu.dirty[s], old) {
 			logged = append(logged, s)
 		} else {
 			rest = append(rest, s)
@@ -464,28 +466,31 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 	if todo = rest; len(todo) == 0 {
 		return nil
 	}
-	commits, err := f.writeStripesEach(ctx, lay, ino, "write", todo, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
-		old, had := cur[s]
-		d := f.mu.dirty[s]
-		// The stripe's length: as far as the file reaches into it.
-		l := int(min(sb, f.mu.size-int64(s)*sb))
-		if had && !cut {
-			// Never cut what another writer committed beyond our view.
-			l = max(l, int(old.Len))
+	// In groups (mergeGroups), each committed before the next is written.
+	for group := range mergeGroups(todo, f.c.opts.StripesInFlight) {
+		commits, err := f.writeStripesEach(ctx, lay, ino, "write", group, func(ctx context.Context, s uint64, b *stripeBuf) (meta.StripeCommit, error) {
+			old, had := cur[s]
+			d := f.mu.dirty[s]
+			// The stripe's length: as far as the file reaches into it.
+			l := int(min(sb, f.mu.size-int64(s)*sb))
+			if had && !cut {
+				// Never cut what another writer committed beyond our view.
+				l = max(l, int(old.Len))
+			}
+			return f.mergeOne(ctx, lay, ino, s, d, old, had, l, b)
+		})
+		if err != nil {
+			return err
 		}
-		return f.mergeOne(ctx, lay, ino, s, d, old, had, l, b)
-	})
-	if err != nil {
-		return err
-	}
-	if err := f.c.withRoom(ctx, func() error { return f.commitLocked(ctx, commits) }); err != nil {
-		f.c.discard(ctx, f.mu.attr.Ino, commits)
-		return err
-	}
-	for _, cm := range commits {
-		f.mu.gens[cm.Rec.Stripe] = cm.Rec.Gen
-		delete(f.mu.recs, cm.Rec.Stripe)
-		f.mu.fold.set(cm.Rec.Stripe, 0, 0) // its extents are gone
+		if err := f.c.withRoom(ctx, func() error { return f.commitLocked(ctx, commits, groupSize(group, sb, f.mu.size)) }); err != nil {
+			f.c.discard(ctx, f.mu.attr.Ino, commits)
+			return err
+		}
+		for _, cm := range commits {
+			f.mu.gens[cm.Rec.Stripe] = cm.Rec.Gen
+			delete(f.mu.recs, cm.Rec.Stripe)
+			f.mu.fold.set(cm.Rec.Stripe, 0, 0) // its extents are gone
+		}
 	}
 	for _, s := range todo {
 		f.mu.cache.drop(s)
@@ -504,13 +509,14 @@ func (f *File) uncommittedLocked(todo []uint64) bool {
 	return true
 }
 
-// commitLocked commits stripe generations and the handle's size.
-func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit) error {
+// commitLocked commits stripe generations and size (at most the
+// handle's).
+func (f *File) commitLocked(ctx context.Context, commits []meta.StripeCommit, size int64) error {
 	mtime := f.mu.mtime
 	if mtime == 0 {
 		mtime = time.Now().UnixNano()
 	}
-	a, err := f.c.meta.CommitStripes(ctx, f.mu.attr.Ino, commits, uint64(f.mu.size), mtime)
+	a, err := f.c.meta.CommitStripes(ctx, f.mu.attr.Ino, commits, uint64(size), mtime)
 	if err != nil {
 		if errors.Is(err, meta.ErrPoolFull) {
 			err = fmt.Errorf("%w: %v", ErrPoolFull, err)

@@ -137,6 +137,7 @@ func (f *File) startLocked(s uint64, d *dirtyStripe) {
 		f.unholdLocked(d, err == nil)
 		d.release()
 		if err != nil {
+			f.c.log.Warn("background write of a stripe failed: the file's next write, flush or fsync reports it", "file", f.name, "stripe", s, "err", err)
 			f.wb.setErr(err)
 		} else {
 			f.mu.gens[s] = gen

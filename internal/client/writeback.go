@@ -93,6 +93,7 @@ func (f *File) writebackAsyncLocked() {
 	}
 	slices.Sort(b.todo)
 	prev := map[chan struct{}]bool{}
+	logOK := !f.c.opts.NoDeltas && f.logOKLocked()
 	for _, s := range b.todo {
 		if in := f.mu.inflight[s]; in != nil && !prev[in.done] {
 			prev[in.done] = true
@@ -107,7 +108,7 @@ func (f *File) writebackAsyncLocked() {
 				break // o waits for the earlier ones
 			}
 		}
-		if f.deltaGuessLocked(s, b.dirty[s]) {
+		if logOK && f.deltaGuessLocked(s, b.dirty[s]) {
 			b.logged = append(b.logged, s)
 			b.logBytes += int64(b.dirty[s].bytes())
 		}
@@ -183,18 +184,26 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 	sb := StripeBytes(b.lay)
 	logs := packDeltas(b.dirty, b.logged, int(sb))
 	var commits []meta.StripeCommit
+	logged := map[uint64]bool{}
 	if len(logs) > 0 {
 		var err error
-		if commits, err = f.writeLogs(ctx, b.lay, b.ino, logs); err != nil {
+		commits, err = f.writeLogs(ctx, b.lay, b.ino, logs)
+		switch {
+		case errors.Is(err, ErrPoolFull):
+			// The drives have no room for the log stripes: the stripes
+			// are merged into new generations instead, which replace
+			// generations of the same length.
+			logs, commits = nil, nil
+		case err != nil:
 			return res, err
+		default:
+			for _, s := range b.logged {
+				logged[s] = true
+			}
 		}
 	}
 	for _, ch := range b.after {
 		<-ch
-	}
-	logged := map[uint64]bool{}
-	for _, s := range b.logged {
-		logged[s] = true
 	}
 	var merged []uint64
 	for attempt := 0; ; attempt++ {
@@ -303,21 +312,32 @@ func (f *File) deltaFits(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
 // collector took the generation a stale record named: errStale) it reads
 // the records again and merges anew. It returns the generations committed.
 func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64) (map[uint64]uint64, meta.Attr, error) {
-	for attempt := 0; ; attempt++ {
-		gens, a, err := f.mergeOnce(ctx, b, todo)
-		if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
-			return gens, a, err
+	gens := map[uint64]uint64{}
+	var a meta.Attr
+	// In groups, each committed before the next is written (merge_groups.go).
+	for group := range mergeGroups(todo, f.c.opts.StripesInFlight) {
+		for attempt := 0; ; attempt++ {
+			var err error
+			a, err = f.mergeOnce(ctx, b, group, gens)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
+				return gens, a, err
+			}
+			time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 		}
-		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 	}
+	return gens, a, nil
 }
 
-// mergeOnce is one attempt of mergeStripes.
-func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64) (map[uint64]uint64, meta.Attr, error) {
+// mergeOnce is one attempt of mergeStripes at one group; it adds the
+// generations it committed to gens.
+func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64, gens map[uint64]uint64) (meta.Attr, error) {
 	sb := StripeBytes(b.lay)
 	cur, err := f.c.stripeRecords(ctx, b.ino, todo)
 	if err != nil {
-		return nil, meta.Attr{}, err
+		return meta.Attr{}, err
 	}
 	commits, err := f.writeStripesEach(ctx, b.lay, b.ino, "write", todo, func(ctx context.Context, s uint64, sbuf *stripeBuf) (meta.StripeCommit, error) {
 		old, had := cur[s]
@@ -328,7 +348,7 @@ func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64) (map[uint
 		return f.mergeOne(ctx, b.lay, b.ino, s, b.dirty[s], old, had, l, sbuf)
 	})
 	if err != nil {
-		return nil, meta.Attr{}, err
+		return meta.Attr{}, err
 	}
 	mtime := b.mtime
 	if mtime == 0 {
@@ -336,7 +356,7 @@ func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64) (map[uint
 	}
 	var a meta.Attr
 	err = f.c.withRoom(ctx, func() (err error) {
-		a, err = f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(b.size), mtime)
+		a, err = f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(groupSize(todo, sb, b.size)), mtime)
 		return err
 	})
 	if err != nil {
@@ -344,13 +364,12 @@ func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64) (map[uint
 		if errors.Is(err, meta.ErrPoolFull) {
 			err = fmt.Errorf("%w: %v", ErrPoolFull, err)
 		}
-		return nil, meta.Attr{}, fmt.Errorf("commit %s: %w", f.name, err)
+		return meta.Attr{}, fmt.Errorf("commit %s: %w", f.name, err)
 	}
-	gens := map[uint64]uint64{}
 	for _, cm := range commits {
 		gens[cm.Rec.Stripe] = cm.Rec.Gen
 	}
-	return gens, a, nil
+	return a, nil
 }
 
 // mergeOne writes stripe s as a new generation of l bytes: the committed

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
+	"poolfs/internal/placement"
 )
 
 // mgmtLoops runs the management service's periodic jobs until ctx ends:
@@ -66,11 +68,20 @@ func every(ctx context.Context, wg *sync.WaitGroup, interval time.Duration, fn f
 // longer than gcTick, not a GC interval's worth.
 const (
 	gcBacklog = 16
-	gcTick    = time.Second
+	gcTick    = 250 * time.Millisecond
+	// gcEarlyShare: a queue holding raw bytes of at least this fraction
+	// (1/n) of the up drives' capacity also starts a pass at the next
+	// gcTick. That is half of what writers over committed generations let
+	// it hold before they wait for the collector (package client,
+	// garbage.go: a 32nd). On small drives fewer than gcBacklog stripes
+	// reach that limit: in a pool of 12 drives of 160 MiB, merges of
+	// random overwrites waited a whole GC interval for every 6 stripes.
+	gcEarlyShare = 64
 )
 
 // collectLoop runs the collector every GC interval, and sooner, at the
-// next gcTick, when the queue holds gcBacklog items.
+// next gcTick, when the queue holds gcBacklog items or a gcEarlyShare of
+// the drives' capacity (gcEarly).
 func (l mgmtLoops) collectLoop(ctx context.Context, wg *sync.WaitGroup) {
 	last := time.Now()
 	every(ctx, wg, min(gcTick, l.gc), func(ctx context.Context) {
@@ -78,13 +89,41 @@ func (l mgmtLoops) collectLoop(ctx context.Context, wg *sync.WaitGroup) {
 			if l.gcBacklogOff {
 				return
 			}
-			if items, err := l.store.GCList(ctx, gcBacklog); err != nil || len(items) < gcBacklog {
+			if !l.gcEarly(ctx) {
 				return
 			}
 		}
 		l.collect(ctx)
 		last = time.Now()
 	})
+}
+
+// gcEarly reports whether the queue is worth a pass before the GC
+// interval (collectLoop).
+func (l mgmtLoops) gcEarly(ctx context.Context) bool {
+	items, err := l.store.GCList(ctx, gcBacklog)
+	if err != nil || len(items) == 0 {
+		return false
+	}
+	if len(items) >= gcBacklog {
+		return true
+	}
+	m, err := l.svc.Map(ctx)
+	if err != nil {
+		return false
+	}
+	var bytes, capacity int64
+	for id, n := range meta.GCItemBytes(items) {
+		if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
+			bytes += n
+		}
+	}
+	for _, d := range m.Drives {
+		if d.State == clustermap.StateUp {
+			capacity += d.Capacity
+		}
+	}
+	return capacity > 0 && bytes*gcEarlyShare >= capacity
 }
 
 // collect is one pass of the fragment garbage collector.
