@@ -11,8 +11,7 @@
 #   bench/nearfull.sh [FILE_MIB] [IO_MIB] [WORKDIR]
 #
 # Needs root, fio with libaio and /dev/fuse; takes about a minute for the
-# defaults (the random phase goes at the pace of whole-stripe merges: a
-# pool this tight takes small writes without the delta log). Prints
+# defaults. Prints
 # Markdown.
 set -euo pipefail
 file_mib=${1:-700}

@@ -84,17 +84,17 @@ func TestDeltaLogLeavesRoom(t *testing.T) {
 }
 
 // TestTightPoolTurnsLogOff: a pool whose room, halved, does not hold the
-// stripes the folds write at once beside the ones they replace (16, 4 MiB
-// here) and a stripe of log besides takes small writes as whole-stripe
-// merges, not into the delta log, though a log stripe would fit: the log
-// and its folds in flight filled small drives to their write limits and
-// random overwrites failed with ENOSPC. The bytes read back as written.
+// stripes left to the folds in flight (foldRoom, 1 MiB here) and a stripe
+// of log besides takes small writes as whole-stripe merges, not into the
+// delta log, though log stripes would fit: the log and its folds in flight
+// filled small drives to their write limits and random overwrites failed
+// with ENOSPC. The bytes read back as written.
 func TestTightPoolTurnsLogOff(t *testing.T) {
 	ctx := context.Background()
 	conn := startWith(t, client.Options{StripesInFlight: 2})
 	const (
 		size = 8 << 20
-		room = 9 << 20 // 6 MiB of user bytes: 3 MiB for the log, less 4 MiB of folds
+		room = 3 << 20 // 2 MiB of user bytes: 1 MiB for the log, less 1 MiB of folds
 	)
 	// The limit is set before the file is written, so that the client
 	// learns it with its first write (writtenWithRoom sets it after).

@@ -156,16 +156,16 @@ func (f *File) noteDeltasLocked(todo []uint64, cur map[uint64]meta.StripeRec, lo
 
 // budgetLocked is the most bytes the File's delta log keeps
 // (Options.DeltaBudget), and at most half the room that the log and the
-// pool's free space make together, less the stripes its folds write at
-// once: a pool filling up folds the log more often rather than let it
-// take the room other writes need (the log is space that folds give back;
-// a pool without room for log stripes makes small writes rewrite whole
-// stripes, writeBatch). Each fold writes a stripe's new generation beside
-// the old one until the collector deletes it, so folds in flight take
-// FoldsInFlight stripes of room on top of the log: in a pool of 12 drives
-// of 160 MiB at 74% full, the log and its folds filled drives to their
-// write limits and random overwrites failed with ENOSPC. A budget under
-// one stripe turns the log off (logOKLocked): small writes merge whole
+// pool's free space make together, less foldRoom stripes: a pool filling
+// up folds the log more often rather than let it take the room other
+// writes need (the log is space that folds give back; a pool without room
+// for log stripes makes small writes rewrite whole stripes, writeBatch).
+// Each fold writes a stripe's new generation beside the old one until the
+// collector deletes it, so the folds in flight need room beside the log:
+// in a pool of 12 drives of 160 MiB at 74% full, the log with its folds
+// filled drives to their write limits, and random overwrites failed with
+// ENOSPC (bench/nearfull.sh). A budget whose pool share is under one
+// stripe turns the log off (logOKLocked): small writes merge whole
 // stripes, which replace generations of the same size.
 func (f *File) budgetLocked() int64 {
 	b := f.c.opts.DeltaBudget
@@ -188,8 +188,16 @@ func (f *File) roomLocked() (int64, bool) {
 	}
 	// free is raw bytes; the budget counts user bytes.
 	user := int64(free / uint64(lay.K+lay.M) * uint64(lay.K))
-	return (f.mu.fold.logBytes+user)/2 - int64(f.c.opts.FoldsInFlight)*f.stripeBytes(), true
+	return (f.mu.fold.logBytes+user)/2 - int64(min(f.c.opts.FoldsInFlight, foldRoom))*f.stripeBytes(), true
 }
+
+// foldRoom is how many stripes of the pool's room the budget leaves to the
+// folds in flight. More folds than that may run; one that finds a drive
+// full waits for the collector (full_retry.go). Leaving room for all 16
+// turned the log off in the pool above, and random 64 KiB overwrites went
+// at 5.7 MB/s, merging whole stripes; with 4, at 35–71 MB/s, and none
+// failed (bench/nearfull.sh).
+const foldRoom = 4
 
 // logOKLocked reports whether small writes may go to the delta log: the
 // pool's share of its budget holds a stripe at least.
