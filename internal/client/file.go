@@ -482,7 +482,7 @@ func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess
 		if err != nil {
 			return err
 		}
-		if err := f.c.withRoom(ctx, func() error { return f.commitLocked(ctx, commits, groupSize(group, sb, f.mu.size)) }); err != nil {
+		if err := f.c.withRoom(ctx, func() error { return f.commitLocked(ctx, commits, groupSize(todo, group, sb, f.mu.size)) }); err != nil {
 			f.c.discard(ctx, f.mu.attr.Ino, commits)
 			return err
 		}

@@ -110,16 +110,18 @@ func TestMergeGroups(t *testing.T) {
 			t.Errorf("mergeGroups(%v, %d) = %v, want %v", tc.todo, tc.n, got, tc.want)
 		}
 	}
+	todo := []uint64{0, 1, 8, 9}
 	for _, tc := range []struct {
 		group          []uint64
 		sb, size, want int64
 	}{
-		{[]uint64{0, 1}, 10, 100, 20},
-		{[]uint64{8, 9}, 10, 95, 95},
+		{[]uint64{0, 1}, 10, 100, 20},  // ends where its last stripe does
+		{[]uint64{0, 1}, 10, 15, 15},   // never beyond the size
+		{[]uint64{8, 9}, 10, 200, 200}, // the last group sets the size
 		{nil, 10, 95, 95},
 	} {
-		if got := groupSize(tc.group, tc.sb, tc.size); got != tc.want {
-			t.Errorf("groupSize(%v, %d, %d) = %d, want %d", tc.group, tc.sb, tc.size, got, tc.want)
+		if got := groupSize(todo, tc.group, tc.sb, tc.size); got != tc.want {
+			t.Errorf("groupSize(%v, %v, %d, %d) = %d, want %d", todo, tc.group, tc.sb, tc.size, got, tc.want)
 		}
 	}
 }

@@ -33,12 +33,13 @@ func mergeGroups(todo []uint64, n int) iter.Seq[[]uint64] {
 	}
 }
 
-// groupSize is the file size a group's commit sets: size, or the end of
-// the group's last stripe (of sb bytes) if that is less, so that a size
-// never runs ahead of the stripes committed (the size only grows:
-// meta.Store.CommitStripes).
-func groupSize(group []uint64, sb, size int64) int64 {
-	if len(group) == 0 {
+// groupSize is the file size the commit of group, one of mergeGroups(todo),
+// sets: size for the last group, as one commit of todo would; for the ones
+// before, the end of the group's last stripe (of sb bytes) if that is
+// less, so that a size never runs ahead of the stripes committed (the size
+// only grows: meta.Store.CommitStripes).
+func groupSize(todo, group []uint64, sb, size int64) int64 {
+	if len(group) == 0 || len(todo) == 0 || group[len(group)-1] == todo[len(todo)-1] {
 		return size
 	}
 	return min(size, (int64(group[len(group)-1])+1)*sb)

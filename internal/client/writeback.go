@@ -318,7 +318,7 @@ func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64) (map[u
 	for group := range mergeGroups(todo, f.c.opts.StripesInFlight) {
 		for attempt := 0; ; attempt++ {
 			var err error
-			a, err = f.mergeOnce(ctx, b, group, gens)
+			a, err = f.mergeOnce(ctx, b, group, groupSize(todo, group, StripeBytes(b.lay), b.size), gens)
 			if err == nil {
 				break
 			}
@@ -331,9 +331,9 @@ func (f *File) mergeStripes(ctx context.Context, b *batch, todo []uint64) (map[u
 	return gens, a, nil
 }
 
-// mergeOnce is one attempt of mergeStripes at one group; it adds the
-// generations it committed to gens.
-func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64, gens map[uint64]uint64) (meta.Attr, error) {
+// mergeOnce is one attempt of mergeStripes at one group, whose commit sets
+// the file's size to size; it adds the generations it committed to gens.
+func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64, size int64, gens map[uint64]uint64) (meta.Attr, error) {
 	sb := StripeBytes(b.lay)
 	cur, err := f.c.stripeRecords(ctx, b.ino, todo)
 	if err != nil {
@@ -356,7 +356,7 @@ func (f *File) mergeOnce(ctx context.Context, b *batch, todo []uint64, gens map[
 	}
 	var a meta.Attr
 	err = f.c.withRoom(ctx, func() (err error) {
-		a, err = f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(groupSize(todo, sb, b.size)), mtime)
+		a, err = f.c.meta.CommitStripes(ctx, b.ino, commits, uint64(size), mtime)
 		return err
 	})
 	if err != nil {
