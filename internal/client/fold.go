@@ -195,7 +195,7 @@ func (f *File) roomLocked() (int64, bool) {
 // folds in flight. More folds than that may run; one that finds a drive
 // full waits for the collector (full_retry.go). Leaving room for all 16
 // turned the log off in the pool above, and random 64 KiB overwrites went
-// at 5.7 MB/s, merging whole stripes; with 4, at 35–71 MB/s, and none
+// at 5.7 MB/s, merging whole stripes (a variant not kept); with 4, at 35–87 MB/s, and none
 // failed (bench/nearfull.sh).
 const foldRoom = 4
 

@@ -38,46 +38,35 @@ const (
 	fullWait     = 30 * time.Second
 )
 
-// fullRetry runs write again while it fails with chunkstore.ErrFull and
-// room may come (above), for at most wait (fullWait) in all; stuck is the
-// client's fullStuck.
+// fullRetry runs write, and again while it fails with chunkstore.ErrFull
+// and room may come (above), for at most wait (fullWait) in all; stuck is
+// the client's fullStuck.
 func fullRetry(ctx context.Context, replacing bool, stuck *atomic.Bool, wait time.Duration, drain func(context.Context) bool,
 	write func() (meta.StripeRec, error)) (meta.StripeRec, error) {
 	rec, err := write()
-	if !errors.Is(err, chunkstore.ErrFull) {
-		if err == nil && replacing {
-			stuck.Store(false)
-		}
-		return rec, err
-	}
-	if !replacing || stuck.Load() {
+	switch {
+	case !errors.Is(err, chunkstore.ErrFull):
+	case !replacing || stuck.Load():
 		if drain(ctx) {
 			rec, err = write()
 		}
-		if err == nil && replacing {
-			stuck.Store(false)
-		}
-		return rec, err
-	}
-	deadline, pause := time.Now().Add(wait), fullPause
-	for errors.Is(err, chunkstore.ErrFull) {
-		if !drain(ctx) {
-			if time.Now().Add(pause).After(deadline) {
-				stuck.Store(true)
-				return rec, err
+	default:
+		deadline, pause := time.Now().Add(wait), fullPause
+		for errors.Is(err, chunkstore.ErrFull) {
+			if !drain(ctx) {
+				if time.Now().Add(pause).After(deadline) {
+					stuck.Store(true)
+					return rec, err
+				}
+				if !sleepCtx(ctx, pause) {
+					return rec, err
+				}
+				pause = min(2*pause, fullPauseMax)
 			}
-			t := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return rec, err
-			case <-t.C:
-			}
-			pause = min(2*pause, fullPauseMax)
+			rec, err = write()
 		}
-		rec, err = write()
 	}
-	if err == nil {
+	if err == nil && replacing && stuck.Load() {
 		stuck.Store(false)
 	}
 	return rec, err

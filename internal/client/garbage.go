@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"poolfs/internal/clustermap"
-	"poolfs/internal/placement"
 )
 
 // garbageGate holds back the writes that make garbage: a stripe written
@@ -213,16 +212,6 @@ func (g *garbageGate) count(ctx context.Context) (bytes, limit int64, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
-	for id, n := range per {
-		if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
-			bytes += n
-		}
-	}
-	var capacity int64
-	for _, d := range m.Drives {
-		if d.State == clustermap.StateUp {
-			capacity += d.Capacity
-		}
-	}
+	bytes, capacity := m.OnUp(per)
 	return bytes, min(g.limit, max(capacity/garbageShare, 1)), true
 }

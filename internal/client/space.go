@@ -213,7 +213,12 @@ func (r *room) later(ctx context.Context, freed func(ctx context.Context) bool) 
 		r.freed = true
 	}
 	r.polls++
-	t := time.NewTimer(roomPoll)
+	return sleepCtx(ctx, roomPoll)
+}
+
+// sleepCtx waits for d and reports true, or false once ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -54,20 +54,20 @@ func (c *Client) writeStripe(ctx context.Context, lay meta.Layout, ino meta.Ino,
 	if err := cd.Encode(b.shards(s)[:lay.K+lay.M]); err != nil {
 		return meta.StripeRec{}, fmt.Errorf("encode stripe %d of inode %d: %w", stripe, ino, err)
 	}
-	write := func() (meta.StripeRec, error) { return c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l) }
-	rec, err := write()
-	if err != nil && driveGone(err) {
-		// A drive failed or left since this client fetched the map: the
-		// next epoch places the stripe on drives that are up.
-		if _, rerr := c.RefreshMap(ctx); rerr == nil {
-			rec, err = write()
+	write := func() (meta.StripeRec, error) {
+		rec, err := c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)
+		if err != nil && driveGone(err) {
+			// A drive failed or left since this client fetched the map:
+			// the next epoch places the stripe on drives that are up.
+			if _, rerr := c.RefreshMap(ctx); rerr == nil {
+				rec, err = c.placeAndWrite(ctx, lay, ino, stripe, oldGen, b, s, l)
+			}
 		}
+		return rec, err
 	}
-	if errors.Is(err, chunkstore.ErrFull) {
-		// A drive is full of old fragments waiting for the collector, or
-		// of the writes in flight (full_retry.go).
-		rec, err = fullRetry(ctx, oldGen != 0, &c.fullStuck, fullWait, c.garbage.drain, write)
-	}
+	// Tried again while a drive is full of old fragments waiting for the
+	// collector, or of the writes in flight (full_retry.go).
+	rec, err := fullRetry(ctx, oldGen != 0, &c.fullStuck, fullWait, c.garbage.drain, write)
 	if err != nil {
 		return meta.StripeRec{}, fmt.Errorf("write stripe %d of inode %d: %w", stripe, ino, err)
 	}

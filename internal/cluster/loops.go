@@ -6,10 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"poolfs/internal/clustermap"
 	"poolfs/internal/meta"
 	"poolfs/internal/mgmt"
-	"poolfs/internal/placement"
 )
 
 // mgmtLoops runs the management service's periodic jobs until ctx ends:
@@ -112,17 +110,7 @@ func (l mgmtLoops) gcEarly(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	var bytes, capacity int64
-	for id, n := range meta.GCItemBytes(items) {
-		if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == clustermap.StateUp {
-			bytes += n
-		}
-	}
-	for _, d := range m.Drives {
-		if d.State == clustermap.StateUp {
-			capacity += d.Capacity
-		}
-	}
+	bytes, capacity := m.OnUp(meta.GCItemBytes(items))
 	return capacity > 0 && bytes*gcEarlyShare >= capacity
 }
 

@@ -78,3 +78,20 @@ func (m *Map) PoolCapacity(poolID uint32) (Capacity, error) {
 	c.Usable = c.UsableRaw / int64(p.K+p.M) * int64(p.K)
 	return c, nil
 }
+
+// OnUp sums per (bytes by drive, as meta.GCItemBytes gives them) over the
+// drives that are up, and returns it with the up drives' capacity: how
+// much of what the drives can hold some queue takes.
+func (m *Map) OnUp(per map[uint32]int64) (bytes, capacity int64) {
+	for id, n := range per {
+		if d, err := m.Drive(placement.DriveID(id)); err == nil && d.State == StateUp {
+			bytes += n
+		}
+	}
+	for _, d := range m.Drives {
+		if d.State == StateUp {
+			capacity += d.Capacity
+		}
+	}
+	return bytes, capacity
+}
