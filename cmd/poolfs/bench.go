@@ -16,9 +16,9 @@ import (
 func benchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Acceptance benchmarks: ior, mdtest, survey, and reports from their results",
+		Short: "Acceptance benchmarks: ior, mdtest, survey, fsx, and reports from their results",
 	}
-	cmd.AddCommand(benchIORCmd(g), benchMDTestCmd(g), benchSurveyCmd(g), benchReportCmd(),
+	cmd.AddCommand(benchIORCmd(g), benchMDTestCmd(g), benchSurveyCmd(g), benchFSXCmd(), benchReportCmd(),
 		benchTaskCmd("ior"), benchTaskCmd("mdtest"))
 	return cmd
 }

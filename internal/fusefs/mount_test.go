@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mmapCmpEnv) != "" {
 		os.Exit(mmapCmpMain())
 	}
+	if os.Getenv(fsxEnv) != "" {
+		os.Exit(fsxMain())
+	}
 	os.Exit(m.Run())
 }
 
