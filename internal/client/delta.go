@@ -46,14 +46,14 @@ func logLayout(lay meta.Layout, l int) meta.Layout {
 
 // deltaOKLocked reports whether dirty stripe d over committed record old
 // is written back as delta extents: it must lie within the committed
-// stripe (extents change no length) and hold less than half of it (a
+// stripe and the file's committed size (extents change neither) and hold less than half of it (a
 // stripe written mostly anew is cheaper rewritten whole), and its bytes
 // with old's extents must not reach foldCover of it (such a stripe is
 // merged into a new generation at once: the fold it would be due for,
 // without writing its bytes to the log first).
 func (f *File) deltaOKLocked(d *dirtyStripe, old meta.StripeRec) bool {
 	sb := f.stripeBytes()
-	if !f.deltaFits(d, old, sb) {
+	if !f.deltaFits(d, old, sb, int64(f.mu.attr.Size)) {
 		return false
 	}
 	n := int64(d.bytes()) + old.DeltaSum().Bytes
@@ -177,6 +177,15 @@ func (c *Client) commitLogs(ctx context.Context, ino meta.Ino, name string, logs
 		}
 		return meta.Attr{}, fmt.Errorf("commit %s: %w", name, err)
 	}
+	// The log stripes count in the pool's usage from now on: the cached
+	// figure learns it at once, so that the delta budget's share of the
+	// pool's room (roomLocked) does not count them as free until the
+	// next fetch (a fast writer took the log past its share).
+	var raw uint64
+	for _, cm := range commits {
+		raw += uint64(cm.Rec.ShardSize) * uint64(len(cm.Rec.Drives))
+	}
+	c.space.grew(a.Layout.Pool, raw)
 	return a, nil
 }
 

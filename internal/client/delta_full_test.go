@@ -141,5 +141,16 @@ func writtenWithRoom(t *testing.T, conn *conn, size int, room uint64) (*client.F
 	if err := conn.Meta.SetPoolLimit(ctx, pool, used+room); err != nil {
 		t.Fatal(err)
 	}
+	// A client caches the pool's usage and limit for up to a second: a
+	// new one (the limit set before it starts, as limits change in a
+	// cluster: slowly) sees the room from its first write. (With the
+	// old one, a fast test wrote through a limit it did not know yet.)
+	ino := f.Attr().Ino
+	f.Close()
+	conn.restart()
+	f, err = conn.Client.Open(ctx, ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return f, ref, used
 }

@@ -22,6 +22,12 @@ type conn struct {
 	Client *client.Client
 	Drives drivetest.Drives
 	Maps   *drivetest.Maps
+	Opts   client.Options // the client's
+}
+
+// restart gives c a new client of the same options: nothing cached.
+func (c *conn) restart() {
+	c.Client = client.New(c.Meta, c.Maps, drivetest.UpOnly(c.Drives), c.Opts)
 }
 
 // The pool start gives: 4+2 on 8 drives of 128 MiB (memory a runaway
@@ -71,7 +77,7 @@ func startSized(t *testing.T, o client.Options, size int64) *conn {
 	if err := st.SetPoolLimit(ctx, p.ID, uint64(capa.UsableRaw)); err != nil {
 		t.Fatal(err)
 	}
-	c := &conn{Meta: st, Drives: drivetest.DrivesOf(m), Maps: drivetest.NewMaps(m)}
-	c.Client = client.New(st, c.Maps, drivetest.UpOnly(c.Drives), o)
+	c := &conn{Meta: st, Drives: drivetest.DrivesOf(m), Maps: drivetest.NewMaps(m), Opts: o}
+	c.restart()
 	return c
 }

@@ -410,7 +410,11 @@ func (f *File) writebackLocked(ctx context.Context) error {
 			return err
 		}
 		// Another writer committed some of these stripes first: merge
-		// again on top of theirs.
+		// again on top of theirs. (Or truncated the file below bytes the
+		// handle would log: with the size it has now, they merge.)
+		if a, err := f.c.meta.Getattr(ctx, f.mu.attr.Ino); err == nil {
+			f.mu.attr = a
+		}
 		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 	}
 }

@@ -154,6 +154,16 @@ func (g *spaceGate) free(pool uint32) (free uint64, known bool) {
 	return ps.limit - min(ps.limit, ps.used+ps.reserved), true
 }
 
+// grew counts n raw bytes committed to pool without a reservation (log
+// stripes) in its cached usage, until the next fetch.
+func (g *spaceGate) grew(pool uint32, n uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ps := g.mu.pools[pool]; ps != nil && !ps.fetched.IsZero() {
+		ps.used += n
+	}
+}
+
 // done ends a reservation of n bytes of pool; committed ones now count as
 // used.
 func (g *spaceGate) done(pool uint32, n uint64, committed bool) {

@@ -60,6 +60,7 @@ type batch struct {
 	lay         meta.Layout
 	ino         meta.Ino
 	size, mtime int64 // the File's size and explicit mtime at hand-over
+	committed   int64 // the size committed as far as the File knew at hand-over
 }
 
 // batchResult is what a batch committed, for the File to note.
@@ -85,7 +86,7 @@ func (f *File) writebackAsyncLocked() {
 	}
 	f.mu.wseq++
 	b := &batch{seq: f.mu.wseq, dirty: f.mu.dirty, done: make(chan struct{}),
-		lay: f.mu.attr.Layout, ino: f.mu.attr.Ino, size: f.mu.size, mtime: f.mu.mtime}
+		lay: f.mu.attr.Layout, ino: f.mu.attr.Ino, size: f.mu.size, mtime: f.mu.mtime, committed: int64(f.mu.attr.Size)}
 	f.mu.dirty = map[uint64]*dirtyStripe{}
 	f.mu.dirtyEst = 0
 	for s := range b.dirty {
@@ -131,7 +132,7 @@ func (f *File) deltaGuessLocked(s uint64, d *dirtyStripe) bool {
 	sb := f.stripeBytes()
 	l := min(sb, max(0, int64(f.mu.attr.Size)-int64(s)*sb))
 	if r, ok := f.mu.recs[s]; ok {
-		l = int64(r.Len)
+		l = min(l, int64(r.Len))
 		if r.Gen == 0 {
 			l = 0
 		}
@@ -216,7 +217,7 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 		// (once merged, always: its extents are left out of the logs).
 		merged = merged[:0]
 		for _, s := range b.todo {
-			if !logged[s] || !f.deltaFits(b.dirty[s], cur[s], sb) {
+			if !logged[s] || !f.deltaFits(b.dirty[s], cur[s], sb, b.committed) {
 				logged[s] = false
 				merged = append(merged, s)
 			}
@@ -254,6 +255,10 @@ func (f *File) writeBatch(ctx context.Context, b *batch) (batchResult, error) {
 		}
 		// A fold (or another writer) committed a stripe since the
 		// records were read: the same log stripes over the new ones.
+		// (Or the size shrank below some extents: those merge.)
+		if a, err := f.c.meta.Getattr(ctx, b.ino); err == nil {
+			b.committed = int64(a.Size)
+		}
 		time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 	}
 	for _, s := range b.logged {
@@ -299,10 +304,14 @@ func overRecords(logs []*logBuf, commits []meta.StripeCommit, cur map[uint64]met
 }
 
 // deltaFits reports whether dirty stripe d of a stripe of sb bytes can go
-// to the delta log over committed record old: old is a generation, d lies
-// within its length and holds less than half of it.
-func (f *File) deltaFits(d *dirtyStripe, old meta.StripeRec, sb int64) bool {
-	return !f.c.opts.NoDeltas && old.Gen != 0 && d.end() <= int(old.Len) && 2*d.bytes() < int(sb)
+// to the delta log over committed record old, in a file whose committed
+// size is size: old is a generation, d lies within its length and within
+// the file's size, and holds less than half of it. (Extents change no
+// size: a stripe preallocated beyond the end of the file has a length
+// there, and bytes written into it grow the file, which a merge commits.)
+func (f *File) deltaFits(d *dirtyStripe, old meta.StripeRec, sb, size int64) bool {
+	inFile := size - int64(old.Stripe)*sb
+	return !f.c.opts.NoDeltas && old.Gen != 0 && d.end() <= int(old.Len) && int64(d.end()) <= inFile && 2*d.bytes() < int(sb)
 }
 
 // mergeStripes writes stripes todo of b as new generations, each the

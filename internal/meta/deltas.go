@@ -34,7 +34,8 @@ import (
 //     DropStripes, unlink), or, for a fold (FoldStripes), those it folded,
 //     setting the BaseGen of the later ones to the new generation.
 //   - An extent lies within its stripe's Len and within its log stripe's
-//     Len; Seq grows with commit order within a stripe (the extents of
+//     Len, and within the file's size when committed (a truncation
+//     below it rewrites or drops the stripe); Seq grows with commit order within a stripe (the extents of
 //     a group share it and apply in their order).
 //   - Every log stripe has an L record equal to the sum of the lengths of
 //     the extents that reference it, and that sum is > 0: the transaction
@@ -78,8 +79,10 @@ type LogCommit struct {
 // each log stripe (as CommitStripes would a new stripe: PG index, pool
 // usage) and its extents, each of which must lie within its stripe's Len
 // and its log stripe's Len. Every target stripe's committed generation
-// must equal the extents' BaseGen and every log stripe must be new, else
-// it returns a *ConflictError and changes nothing. The extents get
+// must equal the extents' BaseGen, every extent must lie within the file's
+// size (a stripe preallocated beyond it has a Len there) and every log
+// stripe must be new, else it returns a *ConflictError and changes
+// nothing. The extents get
 // sequence numbers after those their stripes have, in the order given;
 // mtime becomes mtime (0: now) and ctime now; size and Stored stay.
 // Errors: ErrPoolFull, ErrNotFound, ErrIsDir, ErrInvalid.
@@ -123,6 +126,16 @@ func (s *Store) CommitDeltas(ctx context.Context, ino Ino, logs []LogCommit, mti
 				}
 				if uint64(d.Off)+uint64(d.Len) > uint64(b.Len) {
 					return fmt.Errorf("delta %d+%d beyond stripe %d's %d bytes: %w", d.Off, d.Len, d.Stripe, b.Len, ErrInvalid)
+				}
+				// Extents change no size: bytes past the end of the
+				// file (in a stripe preallocated beyond it) would be
+				// lost at the next open, or show at a later extension.
+				// The writer merges them instead (a conflict: the size
+				// it knew may have shrunk since).
+				if sb := n.Layout.StripeBytes(); d.Stripe > n.Size/sb || d.Stripe*sb+uint64(d.Off)+uint64(d.Len) > n.Size {
+					if !slices.Contains(conflicts, d.Stripe) {
+						conflicts = append(conflicts, d.Stripe)
+					}
 				}
 			}
 		}

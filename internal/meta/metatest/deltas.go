@@ -119,6 +119,27 @@ var deltaChecks = []storeCheck{
 		_, err := s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(meta.LogStripeBase+7, 1)}}, 0, 0)
 		isErr(t, "log stripe through CommitStripes", err, meta.ErrInvalid)
 	}},
+	{"delta_within_file_size", func(t *testing.T, s *meta.Store) {
+		// A stripe preallocated beyond the end of the file (fallocate
+		// with KEEP_SIZE) has a length there; extents change no size, so
+		// bytes past the end go through a new generation, which commits
+		// the size: an extent there is a conflict, and changes nothing.
+		f := mk(t, s, root, "f", meta.TypeFile)
+		if _, err := s.CommitStripes(bg, f.Ino, []meta.StripeCommit{{Rec: rec(0, 1)}}, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.CommitDeltas(bg, f.Ino, []meta.LogCommit{{Rec: logRec(1, 100), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0)}}}, 0)
+		isErr(t, "extent past a size of 0", err, meta.ErrConflict)
+		if _, err := s.Setattr(bg, f.Ino, meta.SetAttr{Valid: meta.SetSize, Size: 150}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.CommitDeltas(bg, f.Ino, []meta.LogCommit{{Rec: logRec(1, 200), Deltas: []meta.Delta{ext(0, 1, 0, 100, 0), ext(0, 1, 100, 100, 100)}}}, 0)
+		isErr(t, "extent across the end", err, meta.ErrConflict)
+		eq(t, "extents after conflicts", extents(t, s, f.Ino), "")
+		commitDeltas(t, s, f.Ino, meta.LogCommit{Rec: logRec(1, 150), Deltas: []meta.Delta{ext(0, 1, 50, 100, 0)}})
+		eq(t, "extent up to the end", extents(t, s, f.Ino), "0:1@50+100<1 ")
+		eq(t, "size", stat(t, s, f.Ino).Size, uint64(150))
+	}},
 	{"delta_fold_cas_and_refcounts", func(t *testing.T, s *meta.Store) {
 		f := mk(t, s, root, "f", meta.TypeFile)
 		commit(t, s, f.Ino, 0, 1, 0)
