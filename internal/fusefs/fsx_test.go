@@ -71,7 +71,8 @@ func runFSX(t *testing.T, o fsx.Options) fsxOutcome {
 // punching, zeroing, copy_file_range, fsync, reopen, each read checked
 // byte for byte against a model) through the mount. The test cluster's
 // stripe is 256 KiB (4+2, 64 KiB units): the files cross stripes, stay
-// small (mirrored) or not, and small writes go to the delta log.
+// small (mirrored) or not, and small writes go to the delta log, the
+// file closed and reopened often (close-to-open: what is committed).
 func TestFSX(t *testing.T) {
 	c := startCluster(t, cluster0())
 	mnt := mount(t, c)
@@ -82,6 +83,10 @@ func TestFSX(t *testing.T) {
 		{"stripes", fsx.Options{Ops: 3000, Seed: 16, MaxSize: 3 << 20, MaxLen: 320 << 10, CheckEvery: 500, ReopenEvery: 25}},
 		{"small file", fsx.Options{Ops: 2000, Seed: 17, MaxSize: 64 << 10, MaxLen: 16 << 10, CheckEvery: 500, ReopenEvery: 25}},
 		{"small writes", fsx.Options{Ops: 3000, Seed: 18, MaxSize: 2 << 20, MaxLen: 8 << 10, CheckEvery: 1000, ReopenEvery: 100}},
+		// Fails on the code before small writes past the end of the file
+		// into a stripe preallocated beyond it were kept out of the delta
+		// log: the size was lost at a reopen (op 679).
+		{"small writes reopened", fsx.Options{Ops: 3000, Seed: 500, MaxSize: 1 << 20, MaxLen: 4 << 10, CheckEvery: 1000, ReopenEvery: 10}},
 		{"direct", fsx.Options{Ops: 2000, Seed: 19, MaxSize: 2 << 20, MaxLen: 256 << 10, Align: 4096, Direct: true,
 			Off: []string{"mapread", "mapwrite"}, CheckEvery: 500, ReopenEvery: 25}},
 	} {
