@@ -110,6 +110,7 @@ Do not run it inside the process that serves the mount (poolfs up --mount is ano
 	f.IntVar(&o.CheckEvery, "check-every", o.CheckEvery, "compare the whole file every N operations (0: only at the end)")
 	f.IntVar(&o.ReopenEvery, "reopen-every", 50, "close and reopen the file every N operations on average (0: never)")
 	f.StringVar(&off, "off", "", "comma-separated operations not to run: "+strings.Join(fsx.OpNames, ","))
+	f.StringVar(&o.Other, "other", "", "the same file by another path (through a second mount): checked whole after every close (close-to-open)")
 	f.StringVar(&trace, "trace", "", "write every operation to this file, one a line, before it runs")
 	f.DurationVar(&deadline, "time", 0, "stop each seed cleanly after this long (0: no limit)")
 	return cmd

@@ -32,17 +32,21 @@ import (
 
 // Options says what a run does.
 type Options struct {
-	Path        string        // the file; created or truncated to zero
-	Ops         int           // operations to run
-	Seed        uint64        // seed of the operations
-	MaxSize     int64         // the file never grows beyond this
-	MaxLen      int64         // longest read, write or range of one operation
-	Align       int64         // offsets and lengths are multiples of it (O_DIRECT: 4096); 0 or 1: none
-	Direct      bool          // open with O_DIRECT (reads and writes use aligned buffers)
-	CheckEvery  int           // compare the whole file every N operations (0: only at the end)
-	ReopenEvery int           // close and reopen every N operations on average (0: never)
-	Off         []string      // operations not to run (names as in OpNames)
-	Deadline    time.Duration // stop early, cleanly, after this long (0: none)
+	Path        string   // the file; created or truncated to zero
+	Ops         int      // operations to run
+	Seed        uint64   // seed of the operations
+	MaxSize     int64    // the file never grows beyond this
+	MaxLen      int64    // longest read, write or range of one operation
+	Align       int64    // offsets and lengths are multiples of it (O_DIRECT: 4096); 0 or 1: none
+	Direct      bool     // open with O_DIRECT (reads and writes use aligned buffers)
+	CheckEvery  int      // compare the whole file every N operations (0: only at the end)
+	ReopenEvery int      // close and reopen every N operations on average (0: never)
+	Off         []string // operations not to run (names as in OpNames)
+	// Other, if set, is the same file by another path (through another
+	// mount: another client): at every reopen, after the close, it is
+	// opened there and checked whole (close-to-open).
+	Other    string
+	Deadline time.Duration // stop early, cleanly, after this long (0: none)
 	// Trace, if set, gets every operation, one a line, before it runs.
 	Trace io.Writer `json:"-"`
 	// Progress, if set, is called every 1000 operations.

@@ -266,10 +266,30 @@ func (r *run) opReopen() error {
 	if err := r.f.Close(); err != nil {
 		return r.fail("close", err)
 	}
+	if r.o.Other != "" {
+		if err := r.checkOther(); err != nil {
+			return err
+		}
+	}
 	if err := r.open(0); err != nil {
 		return err
 	}
 	return r.checkSize()
+}
+
+// checkOther opens the file by its other path, after a close of the
+// first, and checks it whole: what a close made visible to other clients.
+func (r *run) checkOther() error {
+	f := r.f
+	defer func() { r.f = f }()
+	o, err := os.Open(r.o.Other)
+	if err != nil {
+		return r.fail("open by the other path", err)
+	}
+	defer o.Close()
+	r.f = o
+	r.current += " (checked by the other path)"
+	return r.checkAll()
 }
 
 func alignDown(n, a int64) int64 { return n / a * a }

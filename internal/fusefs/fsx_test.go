@@ -72,26 +72,32 @@ func runFSX(t *testing.T, o fsx.Options) fsxOutcome {
 // byte for byte against a model) through the mount. The test cluster's
 // stripe is 256 KiB (4+2, 64 KiB units): the files cross stripes, stay
 // small (mirrored) or not, and small writes go to the delta log, the
-// file closed and reopened often (close-to-open: what is committed).
+// file closed and reopened often (close-to-open: what is committed), and
+// checked through a second mount after every close.
 func TestFSX(t *testing.T) {
 	c := startCluster(t, cluster0())
-	mnt := mount(t, c)
+	mnt, other := mount(t, c), mount(t, c)
 	for _, tc := range []struct {
 		name string
 		o    fsx.Options
 	}{
-		{"stripes", fsx.Options{Ops: 3000, Seed: 16, MaxSize: 3 << 20, MaxLen: 320 << 10, CheckEvery: 500, ReopenEvery: 25}},
+		{"stripes", fsx.Options{Ops: 2000, Seed: 16, MaxSize: 3 << 20, MaxLen: 320 << 10, CheckEvery: 500, ReopenEvery: 25}},
 		{"small file", fsx.Options{Ops: 2000, Seed: 17, MaxSize: 64 << 10, MaxLen: 16 << 10, CheckEvery: 500, ReopenEvery: 25}},
-		{"small writes", fsx.Options{Ops: 3000, Seed: 18, MaxSize: 2 << 20, MaxLen: 8 << 10, CheckEvery: 1000, ReopenEvery: 100}},
+		{"small writes", fsx.Options{Ops: 2000, Seed: 18, MaxSize: 2 << 20, MaxLen: 8 << 10, CheckEvery: 1000, ReopenEvery: 100}},
 		// Fails on the code before small writes past the end of the file
 		// into a stripe preallocated beyond it were kept out of the delta
 		// log: the size was lost at a reopen (op 679).
-		{"small writes reopened", fsx.Options{Ops: 3000, Seed: 500, MaxSize: 1 << 20, MaxLen: 4 << 10, CheckEvery: 1000, ReopenEvery: 10}},
+		{"small writes reopened", fsx.Options{Ops: 1500, Seed: 500, MaxSize: 1 << 20, MaxLen: 4 << 10, CheckEvery: 1000, ReopenEvery: 10}},
+		// Checked through a second mount after every close.
+		{"two mounts", fsx.Options{Ops: 1500, Seed: 21, MaxSize: 1 << 20, MaxLen: 16 << 10, CheckEvery: 500, ReopenEvery: 10, Other: "-"}},
 		{"direct", fsx.Options{Ops: 2000, Seed: 19, MaxSize: 2 << 20, MaxLen: 256 << 10, Align: 4096, Direct: true,
 			Off: []string{"mapread", "mapwrite"}, CheckEvery: 500, ReopenEvery: 25}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.Path = filepath.Join(mnt, "fsx-"+filepath.Base(t.Name()))
+			if tc.o.Other != "" {
+				tc.o.Other = filepath.Join(other, "fsx-"+filepath.Base(t.Name()))
+			}
 			tc.o.Deadline = 2 * time.Minute
 			start := time.Now()
 			out := runFSX(t, tc.o)
