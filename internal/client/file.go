@@ -397,7 +397,7 @@ func (f *File) writebackLocked(ctx context.Context) error {
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i] < todo[j] })
 	for attempt := 0; ; attempt++ {
-		err := f.writeStripesLocked(ctx, todo, false, attempt == 0)
+		err := f.writeStripesLocked(ctx, todo, nil, attempt == 0)
 		if err == nil {
 			for _, s := range todo {
 				f.unholdLocked(f.mu.dirty[s], true)
@@ -427,22 +427,31 @@ func (f *File) writebackLocked(ctx context.Context) error {
 //
 // The stripe's new length is as far as the handle's view of the file
 // reaches into it, or the committed length if that is longer (another
-// writer extended the file), unless cut is set (truncation).
+// writer extended the file), unless cutFrom is set (truncation: the
+// records the cut stripes' bytes were read from; a stripe committed since
+// is a conflict, so that a truncation never writes back bytes that
+// another writer or a fold replaced).
 //
 // With guess, stripes that this handle knows were never committed (beyond
 // the size at open, not committed by it: genGuessLocked) are not looked
 // up: a new small file's flush asks the metadata service once, to commit.
 // A wrong guess fails the commit with a conflict, and the caller tries
 // again without guessing.
-func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cut, guess bool) error {
+func (f *File) writeStripesLocked(ctx context.Context, todo []uint64, cutFrom map[uint64]meta.StripeRec, guess bool) error {
 	lay := f.mu.attr.Layout
 	sb := f.stripeBytes()
 	ino := f.mu.attr.Ino
+	cut := cutFrom != nil
 	cur := map[uint64]meta.StripeRec{}
 	if !guess || !f.uncommittedLocked(todo) {
 		var err error
 		if cur, err = f.c.stripeRecords(ctx, ino, todo); err != nil {
 			return err
+		}
+	}
+	for s, from := range cutFrom {
+		if !sameVersion(cur[s], from) {
+			return fmt.Errorf("truncate %s: stripe %d changed since it was read: %w", f.name, s, meta.ErrConflict)
 		}
 	}
 	// Stripes written in small part over a committed generation go to
@@ -580,8 +589,56 @@ func fillShards(b *stripeBuf, flat []byte, l, k, unit int) {
 	}
 }
 
+// sameVersion reports whether records a and b are the same version of a
+// stripe: the same generation with the same extents over it.
+func sameVersion(a, b meta.StripeRec) bool {
+	return a.Gen == b.Gen && a.DeltaSum().LastSeq == b.DeltaSum().LastSeq && a.DeltaSum().Extents == b.DeltaSum().Extents
+}
+
+// cutLastStripeLocked rewrites the stripe that holds offset size with
+// only its bytes before size, for a truncation to size (not a multiple
+// of the stripe).
+func (f *File) cutLastStripeLocked(ctx context.Context, size int64) error {
+	sb := f.stripeBytes()
+	s := uint64(size / sb)
+	// The bytes are cut from the version of the stripe read here; a
+	// commit of the stripe since is a conflict (writeStripesLocked), so
+	// that a truncation never writes back bytes another writer replaced.
+	recs, err := f.recordsLocked(ctx, s, s)
+	if err != nil {
+		return err
+	}
+	from := recs[s]
+	d := &dirtyStripe{}
+	f.mu.dirty[s] = d
+	defer delete(f.mu.dirty, s)
+	keep := int(size % sb)
+	buf := make([]byte, keep)
+	n, err := f.readLocked(ctx, buf, int64(s)*sb)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if recs, err := f.recordsLocked(ctx, s, s); err != nil {
+		return err
+	} else if !sameVersion(recs[s], from) {
+		return fmt.Errorf("truncate %s: stripe %d changed while it was read: %w", f.name, s, meta.ErrConflict)
+	}
+	d.write(0, buf[:n])
+	if n < keep {
+		d.write(n, make([]byte, keep-n))
+	}
+	saved := f.mu.size
+	f.mu.size = size
+	if err := f.writeStripesLocked(ctx, []uint64{s}, map[uint64]meta.StripeRec{s: from}, false); err != nil {
+		f.mu.size = saved
+		return err
+	}
+	return nil
+}
+
 // Truncate sets the file's size. Shrinking rewrites the stripe the new end
-// falls in, so bytes beyond it can never reappear.
+// falls in, so bytes beyond it can never reappear; a fold or another
+// writer that commits that stripe meanwhile makes it read and cut again.
 func (f *File) Truncate(ctx context.Context, size int64) error {
 	if size < 0 {
 		return fmt.Errorf("%w: negative size", meta.ErrInvalid)
@@ -594,28 +651,18 @@ func (f *File) Truncate(ctx context.Context, size int64) error {
 	}
 	sb := f.stripeBytes()
 	if size < f.mu.size && size%sb != 0 {
-		// Rewrite the partial last stripe with only its first bytes.
-		s := uint64(size / sb)
-		d := &dirtyStripe{}
-		f.mu.dirty[s] = d
-		keep := int(size % sb)
-		buf := make([]byte, keep)
-		n, err := f.readLocked(ctx, buf, int64(s)*sb)
-		if err != nil && err != io.EOF {
-			delete(f.mu.dirty, s)
-			return err
-		}
-		d.write(0, buf[:n])
-		if n < keep {
-			d.write(n, make([]byte, keep-n))
-		}
-		saved := f.mu.size
-		f.mu.size = size
-		err = f.writeStripesLocked(ctx, []uint64{s}, true, false)
-		delete(f.mu.dirty, s)
-		if err != nil {
-			f.mu.size = saved
-			return err
+		for attempt := 0; ; attempt++ {
+			err := f.cutLastStripeLocked(ctx, size)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, meta.ErrConflict) || attempt >= 50 {
+				return err
+			}
+			// A fold (or another writer) committed the stripe since it
+			// was read: read it again, and cut that.
+			f.forgetStripesLocked()
+			time.Sleep(time.Duration(attempt+1) * time.Millisecond)
 		}
 	}
 	a, err := f.c.meta.Setattr(ctx, f.mu.attr.Ino, meta.SetAttr{Valid: meta.SetSize, Size: uint64(size)})
