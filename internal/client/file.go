@@ -182,6 +182,40 @@ func (c *Client) OpenAttr(a meta.Attr, name string) (*File, error) {
 	return f, nil
 }
 
+// Revalidate is close-to-open for a File that is opened again while it is
+// still open (a mount shares one File per inode among its descriptors,
+// and the kernel may send the open before the release of the last one):
+// it reads the attributes again and, if another client changed the file
+// since f read them, takes them and forgets the records and stripes it
+// read, so that this open sees what the other client committed. Bytes f
+// holds unwritten stay (their flush merges over the committed stripes);
+// the size is then the larger of the two.
+func (f *File) Revalidate(ctx context.Context) error {
+	f.mu.Lock()
+	ino := f.mu.attr.Ino
+	f.mu.Unlock()
+	a, err := f.c.meta.Getattr(ctx, ino)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.mu.attr
+	if a.Size == old.Size && a.Mtime == old.Mtime && a.Ctime == old.Ctime {
+		return nil
+	}
+	f.mu.attr = a
+	if len(f.mu.dirty) == 0 && len(f.mu.batches) == 0 && len(f.mu.inflight) == 0 {
+		f.mu.size = int64(a.Size)
+	} else {
+		f.mu.size = max(f.mu.size, int64(a.Size))
+	}
+	f.mu.openSize = max(f.mu.openSize, int64(a.Size))
+	clear(f.mu.gens)
+	f.forgetStripesLocked()
+	return nil
+}
+
 // Attr returns the attributes as this handle sees them (size includes
 // unflushed writes).
 func (f *File) Attr() meta.Attr {

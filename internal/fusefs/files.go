@@ -53,6 +53,16 @@ func (fsys *FS) acquireAttr(ctx context.Context, ino meta.Ino, a *meta.Attr, nam
 	of.life.Lock()
 	defer of.life.Unlock()
 	if of.f != nil {
+		if a == nil {
+			// Open again while open: close-to-open (client.File.Revalidate).
+			if err := of.f.Revalidate(ctx); err != nil {
+				fsys.mu.Lock()
+				of.pins--
+				fsys.dropLocked(of)
+				fsys.mu.Unlock()
+				return nil, err
+			}
+		}
 		return of, nil
 	}
 	var f *client.File
